@@ -1,0 +1,148 @@
+"""System checks for the DBJOBS_ settings and the databases (ids dbjobs.E0xx / W0xx)."""
+
+from django.core import checks
+from django.db import connections
+
+from . import db, validation
+from .conf import settings
+from .models.job import MAX_PRIORITY, MIN_PRIORITY
+
+# (setting, test, message, hint, id); ids are never reused.
+NUMBER_RULES = [
+    (
+        "POLL_INTERVAL",
+        lambda v: _number(v) and v > 0,
+        "must be a number of seconds above 0",
+        "For example: DBJOBS_POLL_INTERVAL = 1.0",
+        "E003",
+    ),
+    (
+        "SHUTDOWN_GRACE",
+        lambda v: _number(v) and v >= 0,
+        "must be a number of seconds, 0 or more",
+        "Keep it below your platform's SIGKILL delay (often 30 s).",
+        "E004",
+    ),
+    (
+        "DEFAULT_MAX_ATTEMPTS",
+        lambda v: _integer(v) and v >= 1,
+        "must be a positive integer",
+        "For example: DBJOBS_DEFAULT_MAX_ATTEMPTS = 3",
+        "E005",
+    ),
+    (
+        "DEFAULT_PRIORITY",
+        lambda v: _integer(v) and MIN_PRIORITY <= v <= MAX_PRIORITY,
+        f"must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}",
+        "The default is 0.",
+        "E006",
+    ),
+    (
+        "RETRY_BACKOFF",
+        lambda v: _number(v) and v >= 0,
+        "must be a number of seconds, 0 or more",
+        "For example: DBJOBS_RETRY_BACKOFF = 2.0",
+        "E007",
+    ),
+    (
+        "RETRY_BACKOFF_MAX",
+        lambda v: _number(v) and v >= 0,
+        "must be a number of seconds, 0 or more",
+        "For example: DBJOBS_RETRY_BACKOFF_MAX = 3600",
+        "E008",
+    ),
+    (
+        "MAX_PAYLOAD_BYTES",
+        lambda v: _integer(v) and v >= 1,
+        "must be a positive integer (bytes)",
+        "The default is 1048576 (1 MiB).",
+        "E009",
+    ),
+]
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@checks.register()
+def check_settings(app_configs=None, **kwargs):
+    errors = []
+    queues = settings.QUEUES
+    if queues is not None and (
+        not isinstance(queues, list | tuple)
+        or not all(isinstance(q, str) and validation.QUEUE_NAME.match(q) for q in queues)
+    ):
+        errors.append(
+            checks.Error(
+                "DBJOBS_QUEUES must be None or a list of queue names.",
+                hint="For example: DBJOBS_QUEUES = ['default', 'emails'].",
+                id="dbjobs.E001",
+            )
+        )
+    default_queue = settings.DEFAULT_QUEUE
+    if (
+        not isinstance(default_queue, str)
+        or not validation.QUEUE_NAME.match(default_queue)
+        or (isinstance(queues, list | tuple) and default_queue not in queues)
+    ):
+        errors.append(
+            checks.Error(
+                "DBJOBS_DEFAULT_QUEUE must be a queue name (and in DBJOBS_QUEUES when that is set).",
+                hint="Queue names use letters, digits, '_', '.', ':' and '-'; the default is 'default'.",
+                id="dbjobs.E002",
+            )
+        )
+    for name, valid, message, hint, check_id in NUMBER_RULES:
+        value = getattr(settings, name)
+        if not valid(value):
+            errors.append(
+                checks.Error(
+                    f"DBJOBS_{name} {message}, not {value!r}.", hint=hint, id=f"dbjobs.{check_id}"
+                )
+            )
+    modules = settings.JOB_MODULES
+    if not isinstance(modules, list | tuple) or not all(isinstance(m, str) for m in modules):
+        errors.append(
+            checks.Error(
+                "DBJOBS_JOB_MODULES must be a list of module paths.",
+                hint="For example: DBJOBS_JOB_MODULES = ['shop.billing'].",
+                id="dbjobs.E010",
+            )
+        )
+    for alias in connections:
+        settings_dict = connections.settings[alias]
+        if not settings_dict["ENGINE"].endswith("sqlite3"):
+            continue
+        missing = db.sqlite_settings_problems(settings_dict)
+        if missing:
+            errors.append(
+                checks.Warning(
+                    f"SQLite database {alias!r} is missing {' and '.join(missing)} in OPTIONS; "
+                    "enqueues and claims may fail with 'database is locked'.",
+                    hint=f'Add to DATABASES[{alias!r}]: "OPTIONS": {db.SQLITE_RECOMMENDED_OPTIONS!r}',
+                    id="dbjobs.W001",
+                )
+            )
+    return errors
+
+
+@checks.register(checks.Tags.database)
+def check_databases(app_configs=None, databases=None, **kwargs):
+    errors = []
+    for alias in databases or []:
+        connection = connections[alias]
+        if connection.features.has_select_for_update and not db.can_skip_locked(alias):
+            errors.append(
+                checks.Error(
+                    f"Database {alias!r} ({connection.display_name}) has no SELECT ... FOR UPDATE "
+                    "SKIP LOCKED, so workers would block each other.",
+                    hint="Use PostgreSQL, MySQL 8.0.1+ or MariaDB 10.6+.",
+                    id="dbjobs.E011",
+                )
+            )
+    return errors

@@ -1,0 +1,38 @@
+"""Settings for django_dbjobs, with their defaults.
+
+Every setting is read from ``django.conf.settings`` with the ``DBJOBS_`` prefix at
+the moment it is used, so ``override_settings`` works in tests.
+"""
+
+from django.conf import settings as django_settings
+
+DEFAULTS = {
+    # Queues a job may be enqueued on; None accepts any valid queue name.
+    "QUEUES": None,
+    "DEFAULT_QUEUE": "default",
+    "DEFAULT_PRIORITY": 0,
+    "DEFAULT_MAX_ATTEMPTS": 3,
+    # Retry delay: RETRY_BACKOFF * 2 ** (attempt - 1) seconds, capped, with jitter.
+    "RETRY_BACKOFF": 2.0,
+    "RETRY_BACKOFF_MAX": 3600.0,
+    # Largest JSON payload (args + kwargs) accepted by enqueue(), in bytes.
+    "MAX_PAYLOAD_BYTES": 1_048_576,
+    # Seconds an idle worker waits between checks for due jobs.
+    "POLL_INTERVAL": 1.0,
+    # Seconds a stopping worker waits for running jobs before releasing them.
+    "SHUTDOWN_GRACE": 20.0,
+    # Extra modules the worker imports so their @job functions are registered.
+    "JOB_MODULES": [],
+}
+
+
+class Settings:
+    """Read ``DBJOBS_<NAME>`` from Django settings, falling back to the default."""
+
+    def __getattr__(self, name: str):
+        if name not in DEFAULTS:
+            raise AttributeError(f"Unknown django_dbjobs setting: {name}")
+        return getattr(django_settings, f"DBJOBS_{name}", DEFAULTS[name])
+
+
+settings = Settings()

@@ -1,0 +1,118 @@
+"""enqueue(), aenqueue(), prepare() and bulk_enqueue(): put jobs in the table.
+
+A job's own keyword arguments go in ``kwargs={...}``; every other keyword is an
+enqueue option. So a job with a parameter called ``queue`` or ``priority`` can never
+have it mistaken for an option.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import router, transaction
+
+from . import db, registry, validation, wakeup
+from .conf import settings
+from .models import Job
+from .registry import JobFunction
+from .signals import job_enqueued
+
+logger = logging.getLogger("django_dbjobs")
+
+JobTarget = JobFunction | Callable | str
+
+
+def prepare(
+    job: JobTarget,
+    *args: Any,
+    kwargs: dict[str, Any] | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    run_at: datetime.datetime | None = None,
+    delay: datetime.timedelta | float | None = None,
+    max_attempts: int | None = None,
+    using: str | None = None,
+) -> Job:
+    """Validate a job and return it as an unsaved Job, ready for bulk_enqueue().
+
+    Raises an InvalidJob subclass naming the bad argument; nothing is written.
+    """
+    registered = registry.resolve(job)
+    defaults = registered.options
+    using = using or router.db_for_write(Job)
+    clean_args, clean_kwargs = validation.payload(args, kwargs or {}, db.rejects_nul(using))
+    fields = {
+        "name": registered.name,
+        "args": clean_args,
+        "kwargs": clean_kwargs,
+        "queue": validation.queue(_first(queue, defaults.queue, settings.DEFAULT_QUEUE)),
+        "priority": validation.priority(
+            _first(priority, defaults.priority, settings.DEFAULT_PRIORITY)
+        ),
+        "max_attempts": validation.max_attempts(
+            _first(max_attempts, defaults.max_attempts, settings.DEFAULT_MAX_ATTEMPTS)
+        ),
+    }
+    when = validation.run_at(run_at, delay)
+    if when is not None:
+        fields["run_at"] = when
+    instance = Job(**fields)
+    instance._state.db = using
+    return instance
+
+
+def enqueue(job: JobTarget, *args: Any, using: str | None = None, **options: Any) -> Job:
+    """Store a job to run `job(*args, **kwargs)` in a worker, and return it.
+
+    Inside ``transaction.atomic`` the row joins the caller's transaction; workers in
+    this process are woken when it commits, never on rollback.
+
+    Options: ``kwargs`` (the job's keyword arguments), ``queue``, ``priority``
+    (-100..100, higher runs first), ``run_at`` (aware datetime) or ``delay``
+    (seconds or timedelta), ``max_attempts``, ``using`` (database alias).
+    """
+    instance = prepare(job, *args, using=using, **options)
+    instance.save(using=instance._state.db, force_insert=True)
+    _enqueued([instance], instance._state.db)
+    return instance
+
+
+async def aenqueue(job: JobTarget, *args: Any, **options: Any) -> Job:
+    """The async twin of enqueue()."""
+    return await sync_to_async(enqueue)(job, *args, **options)
+
+
+def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
+    """Store many prepared jobs with bulk_create, in as few INSERTs as batch_size allows.
+
+    Pass jobs made by prepare(); all go to the database of the first one. Every job
+    is validated before anything is written.
+    """
+    jobs = list(jobs)
+    if not jobs:
+        return []
+    for instance in jobs:
+        if not isinstance(instance, Job) or instance._state.adding is False:
+            raise TypeError("bulk_enqueue() takes unsaved jobs made by prepare().")
+    using = jobs[0]._state.db or router.db_for_write(Job)
+    with transaction.atomic(using=using):
+        created = Job.objects.using(using).bulk_create(jobs, batch_size=batch_size)
+        _enqueued(created, using)
+    return created
+
+
+def _enqueued(jobs: list[Job], using: str) -> None:
+    for instance in jobs:
+        job_enqueued.send(sender=Job, job=instance)
+        logger.debug(
+            "Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue
+        )
+    transaction.on_commit(wakeup.notify, using=using)
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)

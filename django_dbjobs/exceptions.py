@@ -1,0 +1,25 @@
+"""The error classes raised by django_dbjobs."""
+
+
+class DbJobsError(Exception):
+    """Base class for every error django_dbjobs raises."""
+
+
+class InvalidJob(DbJobsError, ValueError):
+    """A job could not be enqueued because an argument or option is invalid."""
+
+
+class UnknownJob(InvalidJob):
+    """The job is not registered with @job, so no worker would run it."""
+
+
+class InvalidJobArguments(InvalidJob):
+    """The job's arguments would not survive a round trip through JSON."""
+
+
+class PayloadTooLarge(InvalidJobArguments):
+    """The job's arguments are larger than DBJOBS_MAX_PAYLOAD_BYTES."""
+
+
+class UnsupportedDatabase(DbJobsError):
+    """The database cannot run a job queue safely (too old, or misconfigured)."""

@@ -1,0 +1,186 @@
+"""Job: one row per job, from enqueue to its final outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce, Now
+from django.utils.translation import gettext_lazy as _
+
+from .. import db
+from ..ids import new_id
+
+MIN_PRIORITY = -100
+MAX_PRIORITY = 100
+#: The order workers claim in: higher priority first, then due time, then age.
+CLAIM_ORDER = ("-priority", "run_at", "id")
+
+
+class JobStatus(models.TextChoices):
+    """A job's state; the values are those of django.tasks.TaskResultStatus."""
+
+    READY = "READY", _("Ready")
+    RUNNING = "RUNNING", _("Running")
+    SUCCESSFUL = "SUCCESSFUL", _("Successful")
+    FAILED = "FAILED", _("Failed")
+
+
+class JobQuerySet(models.QuerySet):
+    def ready(self) -> JobQuerySet:
+        return self.filter(status=JobStatus.READY)
+
+    def due(self) -> JobQuerySet:
+        """Ready jobs whose run_at has come, by the database clock."""
+        return self.ready().filter(run_at__lte=Now())
+
+    def running(self) -> JobQuerySet:
+        return self.filter(status=JobStatus.RUNNING)
+
+    def failed(self) -> JobQuerySet:
+        return self.filter(status=JobStatus.FAILED)
+
+    def finished(self) -> JobQuerySet:
+        return self.filter(status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED])
+
+    def for_queues(self, queues: list[str] | None) -> JobQuerySet:
+        """Jobs on any of `queues`; None or an empty list means every queue."""
+        return self.filter(queue__in=queues) if queues else self
+
+    def owned_by(self, worker: str) -> JobQuerySet:
+        """Running jobs this worker holds: the fence of every finishing write."""
+        return self.running().filter(worker=worker)
+
+    def claim(self, worker: str, limit: int = 1) -> list[Job]:
+        """Lock up to `limit` due jobs for `worker`, mark them running and return them.
+
+        Must run inside db.claim_transaction(); the locks end when it commits.
+        Attempts are counted here, at pickup, so a job that kills its worker every
+        time still runs out of attempts.
+        """
+        jobs = list(db.lock_for_claim(self.due().order_by(*CLAIM_ORDER))[:limit])
+        if not jobs:
+            return []
+        self.model._base_manager.using(self.db).filter(pk__in=[j.pk for j in jobs]).update(
+            status=JobStatus.RUNNING,
+            worker=worker,
+            attempts=F("attempts") + 1,
+            started_at=Coalesce("started_at", Now()),
+            last_attempted_at=Now(),
+        )
+        for job in jobs:
+            job.status = JobStatus.RUNNING
+            job.worker = worker
+            job.attempts += 1
+        return jobs
+
+
+class Job(models.Model):
+    """A job to run, running, or finished; FAILED jobs are the dead letters."""
+
+    id = models.CharField(_("id"), max_length=36, primary_key=True, default=new_id, editable=False)
+    name = models.CharField(_("job"), max_length=255, help_text=_("Registered name of the job."))
+    args = models.JSONField(_("positional arguments"), default=list, blank=True)
+    kwargs = models.JSONField(_("keyword arguments"), default=dict, blank=True)
+    queue = models.CharField(_("queue"), max_length=100, default="default")
+    priority = models.SmallIntegerField(_("priority"), default=0)
+    status = models.CharField(
+        _("status"), max_length=10, choices=JobStatus.choices, default=JobStatus.READY
+    )
+    run_at = models.DateTimeField(_("run at"), db_default=Now())
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    max_attempts = models.PositiveIntegerField(_("max attempts"), default=3)
+    worker = models.CharField(
+        _("worker"),
+        max_length=64,
+        null=True,
+        blank=True,
+        help_text=_("The worker process that holds (or last held) the job."),
+    )
+    worker_ids = models.JSONField(_("worker of each attempt"), default=list, blank=True)
+    enqueued_at = models.DateTimeField(_("enqueued at"), db_default=Now())
+    started_at = models.DateTimeField(_("first started at"), null=True, blank=True)
+    last_attempted_at = models.DateTimeField(_("last attempted at"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    return_value = models.JSONField(_("return value"), null=True, blank=True)
+    errors = models.JSONField(_("errors"), default=list, blank=True)
+    last_error = models.TextField(_("last error"), blank=True, default="")
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
+        ordering = list(CLAIM_ORDER)
+        indexes = [
+            db.ReadyJobsIndex(
+                fields=list(CLAIM_ORDER),
+                condition=Q(status=JobStatus.READY),
+                name="dbjobs_job_claim_idx",
+            ),
+            models.Index(fields=["status", "worker"], name="dbjobs_job_worker_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(priority__gte=MIN_PRIORITY, priority__lte=MAX_PRIORITY),
+                name="dbjobs_job_priority_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=JobStatus.values), name="dbjobs_job_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (JobStatus.SUCCESSFUL, JobStatus.FAILED)
+
+    def _finish(self, worker: str, **changes: Any) -> bool:
+        """Apply `changes` if `worker` still owns this running job; say whether it did."""
+        won = bool(
+            Job.objects.using(self._state.db).owned_by(worker).filter(pk=self.pk).update(**changes)
+        )
+        if won:
+            for field, value in changes.items():
+                if not hasattr(value, "resolve_expression"):
+                    setattr(self, field, value)
+        return won
+
+    def mark_succeeded(self, worker: str, return_value: Any) -> bool:
+        """Record success. Return False if the lease was lost."""
+        return self._finish(
+            worker,
+            status=JobStatus.SUCCESSFUL,
+            return_value=return_value,
+            worker_ids=[*self.worker_ids, worker],
+            finished_at=Now(),
+        )
+
+    def mark_for_retry(self, worker: str, error: dict, delay: float) -> bool:
+        """Record a failed attempt and make the job due again after `delay` seconds."""
+        return self._finish(
+            worker,
+            status=JobStatus.READY,
+            run_at=db.seconds_from_now(delay),
+            errors=[*self.errors, error],
+            worker_ids=[*self.worker_ids, worker],
+            last_error=error["summary"],
+        )
+
+    def mark_failed(self, worker: str, error: dict) -> bool:
+        """Record the last failed attempt and move the job to the dead letters."""
+        return self._finish(
+            worker,
+            status=JobStatus.FAILED,
+            errors=[*self.errors, error],
+            worker_ids=[*self.worker_ids, worker],
+            last_error=error["summary"],
+            finished_at=Now(),
+        )
+
+    def release(self, worker: str) -> bool:
+        """Give a job back unfinished (shutdown): READY again, its attempt refunded."""
+        return self._finish(worker, status=JobStatus.READY, worker=None, attempts=F("attempts") - 1)

@@ -1,0 +1,25 @@
+"""WorkerProcess: one row per running run_jobs process."""
+
+from django.db import models
+from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+
+
+class WorkerProcess(models.Model):
+    """A run_jobs process; its id is fresh for every process start."""
+
+    id = models.CharField(_("id"), max_length=64, primary_key=True)
+    hostname = models.CharField(_("hostname"), max_length=255)
+    pid = models.PositiveIntegerField(_("pid"))
+    queues = models.JSONField(_("queues"), default=list, blank=True)
+    concurrency = models.PositiveSmallIntegerField(_("concurrency"))
+    started_at = models.DateTimeField(_("started at"), db_default=Now())
+    heartbeat_at = models.DateTimeField(_("last heartbeat"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("worker")
+        verbose_name_plural = _("workers")
+        ordering = ["started_at"]
+
+    def __str__(self) -> str:
+        return self.id

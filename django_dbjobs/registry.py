@@ -1,0 +1,155 @@
+"""The @job decorator and the registry of functions workers may run.
+
+A worker only runs a row whose name is in this registry (DESIGN.md promise 11); it
+never imports or calls whatever dotted path a row happens to hold.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.module_loading import autodiscover_modules
+
+from .exceptions import InvalidJob, UnknownJob
+
+logger = logging.getLogger("django_dbjobs")
+
+#: Module names the registry imports from every installed app, as the admin does.
+AUTODISCOVER_MODULES = ("jobs", "tasks")
+
+_registry: dict[str, JobFunction] = {}
+_discovered = False
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Defaults a registered job brings to enqueue(); None means the setting's default."""
+
+    queue: str | None = None
+    priority: int | None = None
+    max_attempts: int | None = None
+    backoff: float | None = None
+
+
+class JobFunction:
+    """A registered job: call it to run it now, or `.enqueue(...)` to run it later."""
+
+    def __init__(self, func: Callable, name: str, options: JobOptions):
+        self.func = func
+        self.name = name
+        self.options = options
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<JobFunction {self.name}>"
+
+    def enqueue(self, *args: Any, **options: Any):
+        """Enqueue this job; see django_dbjobs.enqueue() for the options."""
+        from .enqueuing import enqueue
+
+        return enqueue(self, *args, **options)
+
+    async def aenqueue(self, *args: Any, **options: Any):
+        """Enqueue this job from async code; see django_dbjobs.aenqueue()."""
+        from .enqueuing import aenqueue
+
+        return await aenqueue(self, *args, **options)
+
+
+def job(
+    func: Callable | None = None,
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+    backoff: float | None = None,
+):
+    """Register a module-level function as a job, with default enqueue options.
+
+    Use as ``@job`` or ``@job(queue="emails", max_attempts=5)``. The job's name is its
+    dotted path (``module.function``) unless ``name`` is given.
+    """
+    options = JobOptions(queue=queue, priority=priority, max_attempts=max_attempts, backoff=backoff)
+
+    def register(f: Callable) -> JobFunction:
+        if isinstance(f, JobFunction):
+            raise InvalidJob(f"{f.name} is already registered as a job.")
+        if not callable(f):
+            raise InvalidJob(f"@job needs a function, not {f!r}.")
+        qualname = getattr(f, "__qualname__", "")
+        if name is None and ("<" in qualname or "." in qualname):
+            raise InvalidJob(
+                f"@job needs a module-level function; {qualname!r} is nested, so a worker "
+                "could not find it. Move it to module level or pass name=."
+            )
+        job_name = name or f"{f.__module__}.{qualname}"
+        wrapped = JobFunction(f, job_name, options)
+        with _lock:
+            existing = _registry.get(job_name)
+            if existing is not None and existing.func is not f:
+                # Re-importing a module (autoreload, tests) registers a new function
+                # object under the same name; the latest definition wins.
+                logger.debug("Job re-registered name=%s", job_name)
+            _registry[job_name] = wrapped
+        return wrapped
+
+    if func is not None:
+        return register(func)
+    return register
+
+
+def autodiscover() -> None:
+    """Import the jobs and tasks modules of installed apps, and DBJOBS_JOB_MODULES."""
+    global _discovered
+    from .conf import settings
+
+    autodiscover_modules(*AUTODISCOVER_MODULES)
+    for module in settings.JOB_MODULES:
+        importlib.import_module(module)
+    _discovered = True
+
+
+def get(name: str) -> JobFunction:
+    """Return the registered job called `name`, or raise UnknownJob."""
+    found = _registry.get(name)
+    if found is None and not _discovered:
+        autodiscover()
+        found = _registry.get(name)
+    if found is None:
+        raise UnknownJob(
+            f"{name!r} is not a registered job. Decorate it with @django_dbjobs.job in a "
+            "'jobs' or 'tasks' module of an installed app, or list its module in "
+            "DBJOBS_JOB_MODULES."
+        )
+    return found
+
+
+def resolve(target: JobFunction | Callable | str) -> JobFunction:
+    """Return the registered job for a JobFunction, a registered function or a name."""
+    if isinstance(target, JobFunction):
+        return target
+    if isinstance(target, str):
+        return get(target)
+    if callable(target):
+        name = f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', '')}"
+        found = _registry.get(name)
+        if found is not None and found.func is target:
+            return found
+        raise UnknownJob(f"{name!r} is not a registered job. Decorate it with @django_dbjobs.job.")
+    raise UnknownJob(f"Expected a job function or its dotted name, not {target!r}.")
+
+
+def registered() -> dict[str, JobFunction]:
+    """Return a snapshot of every registered job, by name."""
+    return dict(_registry)

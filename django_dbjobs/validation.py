@@ -1,0 +1,128 @@
+"""Check everything enqueue() is given before any SQL runs (DESIGN.md promise 10)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import re
+from typing import Any
+
+from django.utils import timezone
+
+from .conf import settings
+from .exceptions import InvalidJob, InvalidJobArguments, PayloadTooLarge
+from .models.job import MAX_PRIORITY, MIN_PRIORITY
+
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+
+
+def json_value(value: Any, where: str, reject_nul: bool) -> Any:
+    """Return `value` as plain JSON data (tuples become lists), or raise.
+
+    Raises InvalidJobArguments naming the place (`where`) of the first value that
+    would not come back the same from JSON: NaN and infinities, non-string keys,
+    objects JSON has no type for, and U+0000 where the database cannot store it.
+    """
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidJobArguments(f"{where} is {value!r}, which JSON cannot represent.")
+        return value
+    if isinstance(value, str):
+        if reject_nul and "\x00" in value:
+            raise InvalidJobArguments(
+                f"{where} contains a NUL character (\\x00), which PostgreSQL cannot store."
+            )
+        return value
+    if isinstance(value, list | tuple):
+        return [json_value(item, f"{where}[{i}]", reject_nul) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidJobArguments(
+                    f"{where} has the key {key!r}; JSON object keys must be strings."
+                )
+            result[json_value(key, f"{where} key {key!r}", reject_nul)] = json_value(
+                item, f"{where}[{key!r}]", reject_nul
+            )
+        return result
+    raise InvalidJobArguments(
+        f"{where} is a {type(value).__name__}, which is not JSON data. Pass ids, strings "
+        "and numbers, and load objects inside the job."
+    )
+
+
+def payload(args: tuple, kwargs: dict, reject_nul: bool) -> tuple[list, dict]:
+    """Validate and normalise a job's arguments; enforce DBJOBS_MAX_PAYLOAD_BYTES."""
+    if not isinstance(kwargs, dict):
+        raise InvalidJobArguments(f"kwargs must be a dict, not {type(kwargs).__name__}.")
+    clean_args = [json_value(a, f"args[{i}]", reject_nul) for i, a in enumerate(args)]
+    clean_kwargs = {}
+    for key, value in kwargs.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise InvalidJobArguments(f"kwargs key {key!r} is not a valid argument name.")
+        clean_kwargs[key] = json_value(value, f"kwargs[{key!r}]", reject_nul)
+    size = len(json.dumps([clean_args, clean_kwargs], separators=(",", ":")).encode())
+    limit = settings.MAX_PAYLOAD_BYTES
+    if size > limit:
+        raise PayloadTooLarge(
+            f"The job's arguments take {size} bytes as JSON, more than "
+            f"DBJOBS_MAX_PAYLOAD_BYTES ({limit}). Store large data elsewhere and pass its id."
+        )
+    return clean_args, clean_kwargs
+
+
+def queue(name: Any) -> str:
+    if not isinstance(name, str) or not QUEUE_NAME.match(name):
+        raise InvalidJob(
+            f"queue must be 1 to 100 letters, digits, '_', '.', ':' or '-', not {name!r}."
+        )
+    allowed = settings.QUEUES
+    if allowed is not None and name not in allowed:
+        raise InvalidJob(f"queue {name!r} is not one of DBJOBS_QUEUES ({', '.join(allowed)}).")
+    return name
+
+
+def priority(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidJob(f"priority must be an integer, not {value!r}.")
+    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise InvalidJob(
+            f"priority must be between {MIN_PRIORITY} and {MAX_PRIORITY}, not {value}."
+        )
+    return value
+
+
+def max_attempts(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidJob(f"max_attempts must be a positive integer, not {value!r}.")
+    return value
+
+
+def run_at(when: Any, delay: Any) -> datetime.datetime | None:
+    """Return the aware datetime a job becomes due, or None for "now"."""
+    if when is not None and delay is not None:
+        raise InvalidJob("Pass run_at or delay, not both.")
+    if delay is not None:
+        if isinstance(delay, datetime.timedelta):
+            seconds = delay.total_seconds()
+        elif isinstance(delay, int | float) and not isinstance(delay, bool):
+            seconds = float(delay)
+        else:
+            raise InvalidJob(f"delay must be a timedelta or a number of seconds, not {delay!r}.")
+        if not math.isfinite(seconds) or seconds < 0:
+            raise InvalidJob(f"delay must be zero or more seconds, not {delay!r}.")
+        return timezone.now() + datetime.timedelta(seconds=seconds)
+    if when is None:
+        return None
+    if not isinstance(when, datetime.datetime):
+        raise InvalidJob(f"run_at must be a datetime, not {when!r}.")
+    if timezone.is_naive(when):
+        raise InvalidJob(
+            f"run_at must be timezone-aware, not the naive {when!r}. "
+            "Use django.utils.timezone.now() + timedelta(...), or attach a tzinfo."
+        )
+    return when

@@ -1,0 +1,232 @@
+"""Worker: the run_jobs loop. Claims due jobs, runs them on threads, shuts down gracefully."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue as queue_module
+import secrets
+import signal
+import socket
+import threading
+import time
+
+from django.db import DatabaseError, InterfaceError, connections
+
+from . import db, execution, registry, wakeup
+from .conf import settings
+from .models import Job, WorkerProcess
+
+logger = logging.getLogger("django_dbjobs")
+
+#: Longest pause between tries while the database is unreachable.
+MAX_OUTAGE_PAUSE = 30.0
+
+
+def new_worker_id() -> str:
+    """An identity unique to this process start, even where hostname and pid repeat."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class Worker:
+    """Claim due jobs and run them on `concurrency` threads until told to stop."""
+
+    def __init__(
+        self,
+        queues: list[str] | None = None,
+        concurrency: int = 1,
+        burst: bool = False,
+        max_jobs: int | None = None,
+        poll_interval: float | None = None,
+        shutdown_grace: float | None = None,
+        using: str = "default",
+    ):
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1.")
+        if max_jobs is not None and max_jobs < 1:
+            raise ValueError("max_jobs must be at least 1.")
+        self.queues = list(queues or [])
+        self.concurrency = concurrency
+        self.burst = burst
+        self.max_jobs = max_jobs
+        self.poll_interval = settings.POLL_INTERVAL if poll_interval is None else poll_interval
+        self.shutdown_grace = settings.SHUTDOWN_GRACE if shutdown_grace is None else shutdown_grace
+        self.using = using
+        self.id = new_worker_id()
+        self.claimed = 0
+        self._running: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
+        self._stopping = False
+        self._forced = False
+        self._threads: list[threading.Thread] = []
+
+    # Lifecycle
+
+    def run(self) -> None:
+        """Work until stopped (signal, --burst drained, or --max-jobs reached)."""
+        db.ensure_supported(self.using)
+        registry.autodiscover()
+        self._install_signal_handlers()
+        wakeup.subscribe(self._wake)
+        try:
+            self._register()
+            self._start_threads()
+            logger.info(
+                "Worker started id=%s queues=%s concurrency=%s jobs=%s",
+                self.id,
+                ",".join(self.queues) or "*",
+                self.concurrency,
+                len(registry.registered()),
+            )
+            self._loop()
+        finally:
+            self._shutdown()
+            wakeup.unsubscribe(self._wake)
+
+    def stop(self) -> None:
+        """Ask the worker to stop claiming and finish; a second call stops at once."""
+        if self._stopping:
+            self._forced = True
+        self._stopping = True
+        self._wake.set()
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def handle(signum, frame):
+            logger.info(
+                "Worker received %s id=%s: %s",
+                signal.Signals(signum).name,
+                self.id,
+                "releasing running jobs now" if self._stopping else "finishing running jobs",
+            )
+            self.stop()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)
+
+    def _register(self) -> None:
+        self._with_database(
+            lambda: WorkerProcess.objects.using(self.using).create(
+                id=self.id,
+                hostname=socket.gethostname()[:255],
+                pid=os.getpid(),
+                queues=self.queues,
+                concurrency=self.concurrency,
+            ),
+            "registering the worker",
+        )
+
+    # The claim loop
+
+    def _loop(self) -> None:
+        while not self._stopping:
+            claimed = self._claim_free_slots()
+            if claimed is None:
+                continue  # database error: already paused
+            with self._lock:
+                idle = not self._running
+            if claimed:
+                continue
+            if idle and (self.burst or self._quota_reached()):
+                logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimed)
+                return
+            self._wake.wait(self.poll_interval)
+            self._wake.clear()
+
+    def _quota_reached(self) -> bool:
+        return self.max_jobs is not None and self.claimed >= self.max_jobs
+
+    def _claim_free_slots(self) -> int | None:
+        """Claim as many due jobs as there are free threads; return how many, None on error."""
+        with self._lock:
+            free = self.concurrency - len(self._running)
+        if self.max_jobs is not None:
+            free = min(free, self.max_jobs - self.claimed)
+        if free <= 0:
+            return 0
+        jobs = self._with_database(lambda: self._claim(free), "claiming jobs", stop_on_exit=True)
+        if jobs is None:
+            return None
+        with self._lock:
+            for job in jobs:
+                self._running[job.pk] = job
+        for job in jobs:
+            self._tasks.put(job)
+        self.claimed += len(jobs)
+        return len(jobs)
+
+    def _claim(self, limit: int) -> list[Job]:
+        with db.claim_transaction(self.using):
+            return Job.objects.using(self.using).for_queues(self.queues).claim(self.id, limit)
+
+    def _with_database(self, action, what: str, stop_on_exit: bool = False):
+        """Run `action`, retrying with backoff while the database is down.
+
+        With `stop_on_exit` (or after a forced stop) it pauses once and returns None,
+        so the caller's loop can notice a stop request.
+        """
+        pause = 0.5
+        while True:
+            try:
+                return action()
+            except (DatabaseError, InterfaceError) as exc:
+                logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
+                execution.close_broken_connections()
+                if stop_on_exit or self._forced:
+                    self._wake.wait(pause)
+                    self._wake.clear()
+                    return None
+                time.sleep(pause)
+                pause = min(pause * 2, MAX_OUTAGE_PAUSE)
+
+    # Job threads
+
+    def _start_threads(self) -> None:
+        for n in range(self.concurrency):
+            thread = threading.Thread(target=self._work, name=f"dbjobs-worker-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _work(self) -> None:
+        try:
+            while (job := self._tasks.get()) is not None:
+                try:
+                    execution.run(job, self.id)
+                except BaseException:  # noqa: B036 - a job thread must never die
+                    logger.exception("Unexpected error running job id=%s", job.pk)
+                finally:
+                    with self._lock:
+                        self._running.pop(job.pk, None)
+                    self._wake.set()
+        finally:
+            connections.close_all()
+
+    # Shutdown
+
+    def _shutdown(self) -> None:
+        deadline = time.monotonic() + self.shutdown_grace
+        while not self._forced and time.monotonic() < deadline:
+            with self._lock:
+                if not self._running:
+                    break
+            self._wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
+            self._wake.clear()
+        with self._lock:
+            unfinished = list(self._running.values())
+        for job in unfinished:
+            released = self._with_database(lambda j=job: j.release(self.id), "releasing a job")
+            logger.warning(
+                "Job released unfinished id=%s name=%s released=%s", job.pk, job.name, released
+            )
+        for _ in self._threads:
+            self._tasks.put(None)
+        try:
+            WorkerProcess.objects.using(self.using).filter(pk=self.id).delete()
+        except (DatabaseError, InterfaceError) as exc:
+            logger.warning("Could not remove the worker row id=%s: %s", self.id, exc)
+        connections.close_all()
+        logger.info("Worker stopped id=%s claimed=%s", self.id, self.claimed)

@@ -1,0 +1,52 @@
+"""Settings for the test suite; the database comes from DBJOBS_TEST_DATABASE_URL.
+
+Worker subprocesses started by the tests use the same settings, with
+DBJOBS_TEST_DATABASE_NAME pointing them at the test database pytest created.
+"""
+
+import os
+from pathlib import Path
+
+import environ
+
+from django_dbjobs.db import SQLITE_RECOMMENDED_OPTIONS
+
+BASE_DIR = Path(__file__).resolve().parent
+env = environ.Env()
+
+SECRET_KEY = "tests-only-not-secret"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django_dbjobs",
+    "tests",
+]
+
+_default = env.db("DBJOBS_TEST_DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'dbjobs.sqlite3'}")
+if _default["ENGINE"].endswith("sqlite3"):
+    _default["OPTIONS"] = dict(SQLITE_RECOMMENDED_OPTIONS)
+    _default["TEST"] = {"NAME": str(BASE_DIR / f"test-dbjobs-{os.getpid()}.sqlite3")}
+elif _default["ENGINE"].endswith("mysql"):
+    _default["OPTIONS"] = {"charset": "utf8mb4"}
+    _default["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+if os.environ.get("DBJOBS_TEST_DATABASE_NAME"):
+    _default["NAME"] = os.environ["DBJOBS_TEST_DATABASE_NAME"]
+DATABASES = {"default": _default}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+DBJOBS_POLL_INTERVAL = 0.2
+DBJOBS_RETRY_BACKOFF = 0.05
+DBJOBS_RETRY_BACKOFF_MAX = 0.2
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"django_dbjobs": {"handlers": ["console"], "level": "INFO"}},
+}

@@ -138,10 +138,10 @@ class Job(models.Model):
     def is_finished(self) -> bool:
         return self.status in (JobStatus.SUCCESSFUL, JobStatus.FAILED)
 
-    def _finish(self, worker: str, **changes: Any) -> bool:
-        """Apply `changes` if `worker` still owns this running job; say whether it did."""
+    def _finish(self, owner: str, **changes: Any) -> bool:
+        """Apply `changes` if `owner` still holds this running job; say whether it did."""
         won = bool(
-            Job.objects.using(self._state.db).owned_by(worker).filter(pk=self.pk).update(**changes)
+            Job.objects.using(self._state.db).owned_by(owner).filter(pk=self.pk).update(**changes)
         )
         if won:
             for field, value in changes.items():

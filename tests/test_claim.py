@@ -1,0 +1,99 @@
+import datetime
+import threading
+
+import pytest
+from django.db import connection, connections
+from django.utils import timezone
+
+from django_dbjobs import db, enqueue
+from django_dbjobs.models import Job, JobStatus
+from tests import jobs
+
+
+def claim(worker="w1", limit=10, queues=None):
+    with db.claim_transaction():
+        return Job.objects.for_queues(queues).claim(worker, limit)
+
+
+@pytest.mark.django_db
+def test_claim_takes_higher_priority_first_then_earlier_run_at_then_age():
+    now = timezone.now()
+    low = enqueue(jobs.add, 1, 1, priority=-5)
+    late = enqueue(jobs.add, 2, 2, run_at=now - datetime.timedelta(seconds=10))
+    early = enqueue(jobs.add, 3, 3, run_at=now - datetime.timedelta(seconds=20))
+    urgent = enqueue(jobs.add, 4, 4, priority=50)
+    same_time_a = enqueue(jobs.add, 5, 5, run_at=now - datetime.timedelta(seconds=30), priority=-1)
+    same_time_b = enqueue(jobs.add, 6, 6, run_at=now - datetime.timedelta(seconds=30), priority=-1)
+    claimed = [j.pk for j in claim(limit=10)]
+    assert claimed == [urgent.pk, early.pk, late.pk, same_time_a.pk, same_time_b.pk, low.pk]
+
+
+@pytest.mark.django_db
+def test_claim_skips_jobs_whose_run_at_has_not_come():
+    enqueue(jobs.add, 1, 1, delay=60)
+    due = enqueue(jobs.add, 2, 2)
+    assert [j.pk for j in claim()] == [due.pk]
+
+
+@pytest.mark.django_db
+def test_claim_takes_only_the_given_queues():
+    enqueue(jobs.add, 1, 1, queue="a")
+    b = enqueue(jobs.add, 2, 2, queue="b")
+    c = enqueue(jobs.add, 3, 3, queue="c")
+    assert {j.pk for j in claim(queues=["b", "c"])} == {b.pk, c.pk}
+    assert [j.queue for j in claim(queues=None)] == ["a"]
+
+
+@pytest.mark.django_db
+def test_claim_marks_running_counts_the_attempt_and_respects_limit():
+    for i in range(5):
+        enqueue(jobs.add, i, i)
+    claimed = claim(worker="me", limit=3)
+    assert len(claimed) == 3
+    rows = Job.objects.filter(pk__in=[j.pk for j in claimed])
+    assert {(r.status, r.worker, r.attempts) for r in rows} == {(JobStatus.RUNNING, "me", 1)}
+    assert all(r.started_at and r.last_attempted_at for r in rows)
+    assert Job.objects.ready().count() == 2
+
+
+@pytest.mark.skipif(not db.can_skip_locked(), reason="SQLite has no row locks")
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_in_progress_hides_its_rows_from_a_second_connection():
+    for i in range(4):
+        enqueue(jobs.add, i, i)
+    first_claimed = threading.Event()
+    release = threading.Event()
+    seen = {}
+
+    def first_worker():
+        try:
+            with db.claim_transaction():
+                seen["first"] = [j.pk for j in Job.objects.claim("first", 2)]
+                first_claimed.set()
+                release.wait(10)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=first_worker)
+    thread.start()
+    assert first_claimed.wait(10)
+    try:
+        seen["second"] = [j.pk for j in claim(worker="second", limit=4)]
+    finally:
+        release.set()
+        thread.join()
+    assert len(seen["first"]) == 2 and len(seen["second"]) == 2
+    assert not set(seen["first"]) & set(seen["second"])
+
+
+@pytest.mark.skipif(
+    not db.can_skip_locked(), reason="SQLite serialises claims with the database write lock"
+)
+@pytest.mark.django_db
+def test_claim_query_locks_with_skip_locked():
+    from django.test.utils import CaptureQueriesContext
+
+    enqueue(jobs.add, 1, 1)
+    with CaptureQueriesContext(connection) as queries:
+        claim()
+    assert any("SKIP LOCKED" in q["sql"].upper() for q in queries.captured_queries)

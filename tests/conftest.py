@@ -2,6 +2,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,11 +30,13 @@ class WorkerProcess:
             "PYTHONPATH": str(ROOT),
             **(env or {}),
         }
+        # A file, not a pipe: a pipe nobody reads fills up and blocks the worker.
+        self.log = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "django", "run_jobs", *args],
             cwd=ROOT,
             env=environment,
-            stdout=subprocess.PIPE,
+            stdout=self.log,
             stderr=subprocess.STDOUT,
             text=True,
         )
@@ -50,9 +53,8 @@ class WorkerProcess:
             raise AssertionError(f"run_jobs did not exit within {timeout}s:\n{self.output()}") from None
 
     def output(self) -> str:
-        if self.process.poll() is None:
-            return "(still running)"
-        return self.process.stdout.read() if self.process.stdout else ""
+        self.log.seek(0)
+        return self.log.read()
 
     def kill(self) -> None:
         if self.process.poll() is None:

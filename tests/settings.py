@@ -43,10 +43,3 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 DBJOBS_POLL_INTERVAL = 0.2
 DBJOBS_RETRY_BACKOFF = 0.05
 DBJOBS_RETRY_BACKOFF_MAX = 0.2
-
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"django_dbjobs": {"handlers": ["console"], "level": "INFO"}},
-}

@@ -1,0 +1,71 @@
+"""Settings for the example project; everything that varies comes from the environment.
+
+DATABASE_URL picks the database (default: SQLite in this folder), for example
+postgres://user@127.0.0.1:5432/dbjobs_example or mysql://root@127.0.0.1:3306/dbjobs_example.
+"""
+
+from pathlib import Path
+
+import environ
+
+from django_dbjobs.db import SQLITE_RECOMMENDED_OPTIONS
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env")
+
+SECRET_KEY = env("SECRET_KEY", default="example-only-change-me")
+DEBUG = env.bool("DEBUG", default=True)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_dbjobs",
+    "demo",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+ROOT_URLCONF = "example_project.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+WSGI_APPLICATION = "example_project.wsgi.application"
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # WAL, a busy timeout and BEGIN IMMEDIATE: see docs/installation.rst.
+    DATABASES["default"]["OPTIONS"] = dict(SQLITE_RECOMMENDED_OPTIONS)
+elif DATABASES["default"]["ENGINE"].endswith("mysql"):
+    DATABASES["default"].setdefault("OPTIONS", {})["charset"] = "utf8mb4"
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USE_TZ = True
+TIME_ZONE = "UTC"
+STATIC_URL = "static/"
+
+DBJOBS_QUEUES = ["default", "emails", "reports"]
+DBJOBS_RETRY_BACKOFF = env.float("DBJOBS_RETRY_BACKOFF", default=0.2)
+DBJOBS_POLL_INTERVAL = env.float("DBJOBS_POLL_INTERVAL", default=1.0)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Run the whole test suite on SQLite, PostgreSQL and MariaDB/MySQL, in a fresh-if-needed
+# virtualenv (.venv). Usage: make test   (or: bash scripts/test.sh [pytest args])
+#
+# DBJOBS_TEST_POSTGRES_URL / DBJOBS_TEST_MYSQL_URL pick the servers (defaults: the local
+# ones). A database whose server does not answer is skipped and reported; with
+# DBJOBS_REQUIRE_ALL_DATABASES=1 (CI sets it) a missing database is a failure.
+set -u
+cd "$(dirname "$0")/.."
+
+PG_URL=${DBJOBS_TEST_POSTGRES_URL:-postgres://root@127.0.0.1:5432/dbjobs}
+MY_URL=${DBJOBS_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/dbjobs}
+REQUIRE_ALL=${DBJOBS_REQUIRE_ALL_DATABASES:-0}
+
+source scripts/venv.sh
+ensure_venv "test,postgres" || exit 1
+if have_mysql_headers; then
+  install_extra mysql || exit 1
+fi
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+host_port() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(p.hostname, p.port)' "$1"; }
+
+declare -a results=()
+status=0
+run_suite() {  # name url
+  local name=$1 url=$2
+  echo
+  echo "=== $name ==="
+  DBJOBS_TEST_DATABASE_URL=$url "$VENV/bin/python" -m pytest "${PYTEST_ARGS[@]}"
+  local rc=$?
+  if [ $rc -eq 0 ]; then results+=("$name: passed"); else results+=("$name: FAILED (pytest exit $rc)"); status=1; fi
+}
+skip_suite() {  # name reason
+  if [ "$REQUIRE_ALL" = 1 ]; then
+    results+=("$1: FAILED, required but $2"); status=1
+  else
+    results+=("$1: skipped, $2")
+  fi
+}
+
+PYTEST_ARGS=("$@")
+run_suite SQLite "sqlite:///$PWD/tests/dbjobs.sqlite3"
+
+read -r host port <<<"$(host_port "$PG_URL")"
+if port_open "$host" "${port:-5432}"; then run_suite PostgreSQL "$PG_URL"
+else skip_suite PostgreSQL "no server answers at $host:${port:-5432}"; fi
+
+read -r host port <<<"$(host_port "$MY_URL")"
+if ! "$VENV/bin/python" -c "import MySQLdb" 2>/dev/null; then
+  skip_suite MariaDB "mysqlclient is not installed (needs libmariadb-dev and pkg-config)"
+elif port_open "$host" "${port:-3306}"; then run_suite MariaDB "$MY_URL"
+else skip_suite MariaDB "no server answers at $host:${port:-3306}"; fi
+
+echo
+echo "=== Summary ==="
+printf '%s\n' "${results[@]}"
+exit $status

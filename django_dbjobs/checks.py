@@ -101,9 +101,7 @@ def check_settings(app_configs=None, **kwargs):
         value = getattr(settings, name)
         if not valid(value):
             errors.append(
-                checks.Error(
-                    f"DBJOBS_{name} {message}, not {value!r}.", hint=hint, id=f"dbjobs.{check_id}"
-                )
+                checks.Error(f"DBJOBS_{name} {message}, not {value!r}.", hint=hint, id=f"dbjobs.{check_id}")
             )
     modules = settings.JOB_MODULES
     if not isinstance(modules, list | tuple) or not all(isinstance(m, str) for m in modules):
@@ -114,13 +112,19 @@ def check_settings(app_configs=None, **kwargs):
                 id="dbjobs.E010",
             )
         )
-    for alias in connections:
-        settings_dict = connections.settings[alias]
+    errors.extend(sqlite_warnings(connections.settings))
+    return errors
+
+
+def sqlite_warnings(databases: dict[str, dict]) -> list[checks.Warning]:
+    """Warn about SQLite databases that would fail under a worker with 'database is locked'."""
+    warnings = []
+    for alias, settings_dict in databases.items():
         if not settings_dict["ENGINE"].endswith("sqlite3"):
             continue
         missing = db.sqlite_settings_problems(settings_dict)
         if missing:
-            errors.append(
+            warnings.append(
                 checks.Warning(
                     f"SQLite database {alias!r} is missing {' and '.join(missing)} in OPTIONS; "
                     "enqueues and claims may fail with 'database is locked'.",
@@ -128,7 +132,7 @@ def check_settings(app_configs=None, **kwargs):
                     id="dbjobs.W001",
                 )
             )
-    return errors
+    return warnings
 
 
 @checks.register(checks.Tags.database)

@@ -50,9 +50,7 @@ def prepare(
         "args": clean_args,
         "kwargs": clean_kwargs,
         "queue": validation.queue(_first(queue, defaults.queue, settings.DEFAULT_QUEUE)),
-        "priority": validation.priority(
-            _first(priority, defaults.priority, settings.DEFAULT_PRIORITY)
-        ),
+        "priority": validation.priority(_first(priority, defaults.priority, settings.DEFAULT_PRIORITY)),
         "max_attempts": validation.max_attempts(
             _first(max_attempts, defaults.max_attempts, settings.DEFAULT_MAX_ATTEMPTS)
         ),
@@ -108,9 +106,7 @@ def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
 def _enqueued(jobs: list[Job], using: str) -> None:
     for instance in jobs:
         job_enqueued.send(sender=Job, job=instance)
-        logger.debug(
-            "Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue
-        )
+        logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
     transaction.on_commit(wakeup.notify, using=using)
 
 

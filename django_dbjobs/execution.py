@@ -41,9 +41,7 @@ def run(job: Job, worker: str) -> str | None:
             job_started.send(sender=Job, job=job)
             logger.info("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
             result = registered.func(*job.args, **job.kwargs)
-            result = validation.json_value(
-                result, "The return value", db.rejects_nul(job._state.db)
-            )
+            result = validation.json_value(result, "The return value", db.rejects_nul(job._state.db))
         except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
             error = error_record(exc, job, worker)
         else:

@@ -42,9 +42,7 @@ def json_value(value: Any, where: str, reject_nul: bool) -> Any:
         result = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise InvalidJobArguments(
-                    f"{where} has the key {key!r}; JSON object keys must be strings."
-                )
+                raise InvalidJobArguments(f"{where} has the key {key!r}; JSON object keys must be strings.")
             result[json_value(key, f"{where} key {key!r}", reject_nul)] = json_value(
                 item, f"{where}[{key!r}]", reject_nul
             )
@@ -77,9 +75,7 @@ def payload(args: tuple, kwargs: dict, reject_nul: bool) -> tuple[list, dict]:
 
 def queue(name: Any) -> str:
     if not isinstance(name, str) or not QUEUE_NAME.match(name):
-        raise InvalidJob(
-            f"queue must be 1 to 100 letters, digits, '_', '.', ':' or '-', not {name!r}."
-        )
+        raise InvalidJob(f"queue must be 1 to 100 letters, digits, '_', '.', ':' or '-', not {name!r}.")
     allowed = settings.QUEUES
     if allowed is not None and name not in allowed:
         raise InvalidJob(f"queue {name!r} is not one of DBJOBS_QUEUES ({', '.join(allowed)}).")
@@ -90,9 +86,7 @@ def priority(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidJob(f"priority must be an integer, not {value!r}.")
     if not MIN_PRIORITY <= value <= MAX_PRIORITY:
-        raise InvalidJob(
-            f"priority must be between {MIN_PRIORITY} and {MAX_PRIORITY}, not {value}."
-        )
+        raise InvalidJob(f"priority must be between {MIN_PRIORITY} and {MAX_PRIORITY}, not {value}.")
     return value
 
 

@@ -219,9 +219,7 @@ class Worker:
             unfinished = list(self._running.values())
         for job in unfinished:
             released = self._with_database(lambda j=job: j.release(self.id), "releasing a job")
-            logger.warning(
-                "Job released unfinished id=%s name=%s released=%s", job.pk, job.name, released
-            )
+            logger.warning("Job released unfinished id=%s name=%s released=%s", job.pk, job.name, released)
         for _ in self._threads:
             self._tasks.put(None)
         try:

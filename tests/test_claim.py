@@ -86,9 +86,7 @@ def test_a_claim_in_progress_hides_its_rows_from_a_second_connection():
     assert not set(seen["first"]) & set(seen["second"])
 
 
-@pytest.mark.skipif(
-    not db.can_skip_locked(), reason="SQLite serialises claims with the database write lock"
-)
+@pytest.mark.skipif(not db.can_skip_locked(), reason="SQLite serialises claims with the database write lock")
 @pytest.mark.django_db
 def test_claim_query_locks_with_skip_locked():
     from django.test.utils import CaptureQueriesContext

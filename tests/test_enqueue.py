@@ -154,7 +154,9 @@ INVALID_CALLS = [
     pytest.param(lambda: enqueue(jobs.echo, object()), InvalidJobArguments, "args[0]", id="object"),
     pytest.param(
         lambda: enqueue(jobs.echo, kwargs={"when": datetime.date(2026, 1, 1)}),
-        InvalidJobArguments, "kwargs['when']", id="date",
+        InvalidJobArguments,
+        "kwargs['when']",
+        id="date",
     ),
     pytest.param(lambda: enqueue(jobs.echo, kwargs={"1x": 1}), InvalidJobArguments, "'1x'", id="bad-kwarg"),
     pytest.param(lambda: enqueue(jobs.echo, "x" * 2000), PayloadTooLarge, "1000", id="too-large"),
@@ -166,15 +168,22 @@ INVALID_CALLS = [
     pytest.param(lambda: enqueue(jobs.add, 1, 2, priority=True), InvalidJob, "priority", id="priority-bool"),
     pytest.param(
         lambda: enqueue(jobs.add, 1, 2, run_at=datetime.datetime(2030, 1, 1)),
-        InvalidJob, "naive", id="naive-run-at",
+        InvalidJob,
+        "naive",
+        id="naive-run-at",
     ),
     pytest.param(lambda: enqueue(jobs.add, 1, 2, run_at="tomorrow"), InvalidJob, "run_at", id="run-at-str"),
     pytest.param(lambda: enqueue(jobs.add, 1, 2, delay=-1), InvalidJob, "delay", id="negative-delay"),
     pytest.param(
-        lambda: enqueue(jobs.add, 1, 2, delay=1, run_at=timezone.now()), InvalidJob, "not both", id="both",
+        lambda: enqueue(jobs.add, 1, 2, delay=1, run_at=timezone.now()),
+        InvalidJob,
+        "not both",
+        id="both",
     ),
     pytest.param(lambda: enqueue(jobs.add, 1, 2, queue="no spaces"), InvalidJob, "queue", id="queue-name"),
-    pytest.param(lambda: enqueue(jobs.add, 1, 2, queue="other"), InvalidJob, "DBJOBS_QUEUES", id="queue-unknown"),
+    pytest.param(
+        lambda: enqueue(jobs.add, 1, 2, queue="other"), InvalidJob, "DBJOBS_QUEUES", id="queue-unknown"
+    ),
     pytest.param(lambda: enqueue(jobs.add, 1, 2, max_attempts=0), InvalidJob, "max_attempts", id="attempts"),
 ]
 

@@ -132,6 +132,9 @@ def test_signals_report_start_finish_and_dead_letter():
         for signal, receiver in receivers.items():
             signal.disconnect(receiver)
     assert events == [
-        ("started", 1), ("finished", "READY"),
-        ("started", 2), ("finished", "FAILED"), ("failed", "ValueError: boom"),
+        ("started", 1),
+        ("finished", "READY"),
+        ("started", 2),
+        ("finished", "FAILED"),
+        ("failed", "ValueError: boom"),
     ]

@@ -85,9 +85,7 @@ class Job(models.Model):
     kwargs = models.JSONField(_("keyword arguments"), default=dict, blank=True)
     queue = models.CharField(_("queue"), max_length=100, default="default")
     priority = models.SmallIntegerField(_("priority"), default=0)
-    status = models.CharField(
-        _("status"), max_length=10, choices=JobStatus.choices, default=JobStatus.READY
-    )
+    status = models.CharField(_("status"), max_length=10, choices=JobStatus.choices, default=JobStatus.READY)
     run_at = models.DateTimeField(_("run at"), db_default=Now())
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
     max_attempts = models.PositiveIntegerField(_("max attempts"), default=3)
@@ -126,9 +124,7 @@ class Job(models.Model):
                 condition=Q(priority__gte=MIN_PRIORITY, priority__lte=MAX_PRIORITY),
                 name="dbjobs_job_priority_range",
             ),
-            models.CheckConstraint(
-                condition=Q(status__in=JobStatus.values), name="dbjobs_job_status_valid"
-            ),
+            models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="dbjobs_job_status_valid"),
         ]
 
     def __str__(self) -> str:
@@ -140,9 +136,7 @@ class Job(models.Model):
 
     def _finish(self, owner: str, **changes: Any) -> bool:
         """Apply `changes` if `owner` still holds this running job; say whether it did."""
-        won = bool(
-            Job.objects.using(self._state.db).owned_by(owner).filter(pk=self.pk).update(**changes)
-        )
+        won = bool(Job.objects.using(self._state.db).owned_by(owner).filter(pk=self.pk).update(**changes))
         if won:
             for field, value in changes.items():
                 if not hasattr(value, "resolve_expression"):

@@ -52,9 +52,7 @@ class Command(BaseCommand):
             default=None,
             help="Seconds to let running jobs finish after SIGTERM (default: DBJOBS_SHUTDOWN_GRACE).",
         )
-        parser.add_argument(
-            "--database", default="default", help="Database alias (default: default)."
-        )
+        parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def handle(self, *args, **options):
         self._show_logs(options["verbosity"])

@@ -1,0 +1,66 @@
+import pytest
+from django.core import checks
+from django.db import connection
+
+from django_dbjobs.checks import check_databases, check_settings, sqlite_warnings
+from django_dbjobs.db import SQLITE_RECOMMENDED_OPTIONS
+
+
+def ids(errors):
+    return sorted(e.id for e in errors)
+
+
+def test_default_settings_pass_the_checks():
+    assert check_settings() == []
+
+
+@pytest.mark.parametrize(
+    "setting, value, check_id",
+    [
+        ("DBJOBS_QUEUES", "default", "dbjobs.E001"),
+        ("DBJOBS_QUEUES", ["default", "not ok"], "dbjobs.E001"),
+        ("DBJOBS_DEFAULT_QUEUE", "has space", "dbjobs.E002"),
+        ("DBJOBS_POLL_INTERVAL", 0, "dbjobs.E003"),
+        ("DBJOBS_POLL_INTERVAL", "1", "dbjobs.E003"),
+        ("DBJOBS_SHUTDOWN_GRACE", -1, "dbjobs.E004"),
+        ("DBJOBS_DEFAULT_MAX_ATTEMPTS", 0, "dbjobs.E005"),
+        ("DBJOBS_DEFAULT_PRIORITY", 500, "dbjobs.E006"),
+        ("DBJOBS_RETRY_BACKOFF", None, "dbjobs.E007"),
+        ("DBJOBS_RETRY_BACKOFF_MAX", -5, "dbjobs.E008"),
+        ("DBJOBS_MAX_PAYLOAD_BYTES", 1.5, "dbjobs.E009"),
+        ("DBJOBS_JOB_MODULES", "shop.jobs", "dbjobs.E010"),
+    ],
+)
+def test_bad_settings_are_reported(settings, setting, value, check_id):
+    setattr(settings, setting, value)
+    errors = check_settings()
+    assert ids(errors) == [check_id]
+    assert setting in errors[0].msg and errors[0].hint
+
+
+def test_default_queue_must_be_in_the_queue_list(settings):
+    settings.DBJOBS_QUEUES = ["emails"]
+    assert ids(check_settings()) == ["dbjobs.E002"]
+
+
+def test_sqlite_without_immediate_transactions_or_wal_is_warned_about():
+    databases = {
+        "default": {"ENGINE": "django.db.backends.postgresql", "OPTIONS": {}},
+        "good": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": dict(SQLITE_RECOMMENDED_OPTIONS)},
+        "other": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": {}},
+    }
+    warnings = sqlite_warnings(databases)
+    assert ids(warnings) == ["dbjobs.W001"]
+    assert "'other'" in warnings[0].msg and "transaction_mode" in warnings[0].msg
+    assert "IMMEDIATE" in warnings[0].hint and "journal_mode=WAL" in warnings[0].hint
+
+
+@pytest.mark.django_db
+def test_database_check_accepts_this_database():
+    assert check_databases(databases=["default"]) == []
+    assert connection.features.has_select_for_update_skip_locked or connection.vendor == "sqlite"
+
+
+def test_checks_are_registered_with_django():
+    registered = checks.registry.registry.get_checks(include_deployment_checks=False)
+    assert check_settings in registered

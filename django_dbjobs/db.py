@@ -11,6 +11,7 @@ import datetime
 from collections.abc import Iterator
 
 from django.db import connections, models, transaction
+from django.db.models import Q
 from django.db.models.functions import Now
 
 from .exceptions import UnsupportedDatabase
@@ -23,22 +24,20 @@ SQLITE_RECOMMENDED_OPTIONS = {
 
 
 class ReadyJobsIndex(models.Index):
-    """The claim index: partial on READY rows where the database has partial indexes.
+    """The claim index: over READY rows only, where the database has partial indexes.
 
-    MySQL and MariaDB have no partial indexes (Django would silently drop the
-    condition), so there the index is a plain one led by the status column, which
-    serves ``WHERE status = 'READY' ORDER BY ...`` just as well.
+    MySQL and MariaDB have no partial indexes (Django would drop the condition and
+    warn, models.W037), so there the index is a plain one led by the status column,
+    which serves ``WHERE status = 'READY' ORDER BY ...`` as well. The condition is
+    added here rather than passed to Index, so no Django version warns about it.
     """
 
     def create_sql(self, model, schema_editor, using="", **kwargs):
         if schema_editor.connection.features.supports_partial_indexes:
-            return super().create_sql(model, schema_editor, using=using, **kwargs)
-        plain = models.Index(fields=["status", *self.fields], name=self.name)
-        return plain.create_sql(model, schema_editor, using=using, **kwargs)
-
-    def check(self, model, connection):
-        # The condition is deliberately replaced on MySQL; don't warn (models.W037).
-        return [e for e in super().check(model, connection) if e.id != "models.W037"]
+            index = models.Index(fields=self.fields, name=self.name, condition=Q(status="READY"))
+        else:
+            index = models.Index(fields=["status", *self.fields], name=self.name)
+        return index.create_sql(model, schema_editor, using=using, **kwargs)
 
 
 def can_skip_locked(using: str = "default") -> bool:

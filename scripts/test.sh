@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 PG_URL=${DBJOBS_TEST_POSTGRES_URL:-postgres://root@127.0.0.1:5432/dbjobs}
 MY_URL=${DBJOBS_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/dbjobs}
 REQUIRE_ALL=${DBJOBS_REQUIRE_ALL_DATABASES:-0}
+# DBJOBS_TEST_DATABASES limits the run, e.g. "sqlite" (default: "sqlite postgres mysql").
+DATABASES=" ${DBJOBS_TEST_DATABASES:-sqlite postgres mysql} "
 
 source scripts/venv.sh
 ensure_venv "test,postgres" || exit 1
@@ -40,14 +42,17 @@ skip_suite() {  # name reason
 }
 
 PYTEST_ARGS=("$@")
-run_suite SQLite "sqlite:///$PWD/tests/dbjobs.sqlite3"
+echo "Django $("$VENV/bin/python" -c 'import django; print(django.get_version())') on $("$VENV/bin/python" --version)"
+[[ $DATABASES == *" sqlite "* ]] && run_suite SQLite "sqlite:///$PWD/tests/dbjobs.sqlite3"
 
 read -r host port <<<"$(host_port "$PG_URL")"
-if port_open "$host" "${port:-5432}"; then run_suite PostgreSQL "$PG_URL"
+if [[ $DATABASES != *" postgres "* ]]; then :
+elif port_open "$host" "${port:-5432}"; then run_suite PostgreSQL "$PG_URL"
 else skip_suite PostgreSQL "no server answers at $host:${port:-5432}"; fi
 
 read -r host port <<<"$(host_port "$MY_URL")"
-if ! "$VENV/bin/python" -c "import MySQLdb" 2>/dev/null; then
+if [[ $DATABASES != *" mysql "* ]]; then :
+elif ! "$VENV/bin/python" -c "import MySQLdb" 2>/dev/null; then
   skip_suite MariaDB "mysqlclient is not installed (needs libmariadb-dev and pkg-config)"
 elif port_open "$host" "${port:-3306}"; then run_suite MariaDB "$MY_URL"
 else skip_suite MariaDB "no server answers at $host:${port:-3306}"; fi

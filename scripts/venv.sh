@@ -3,7 +3,8 @@ VENV=${DBJOBS_VENV:-.venv}
 
 pick_python() {
   # Newest supported Python first: Django 6 needs 3.12+; 3.10 and 3.11 get Django 5.2.
-  for candidate in python3.13 python3.12 python3.11 python3.10 python3; do
+  # DBJOBS_PYTHON (e.g. python3.11) asks for one version.
+  for candidate in ${DBJOBS_PYTHON:-python3.13 python3.12 python3.11 python3.10 python3}; do
     for version in $(pyenv versions --bare 2>/dev/null | grep -E "^${candidate#python}" | sort -rV); do
       if PYENV_VERSION=$version "$candidate" -c 'import sys; assert sys.version_info >= (3, 10)' 2>/dev/null; then
         echo "env PYENV_VERSION=$version $candidate"; return
@@ -32,7 +33,8 @@ install_extra() {  # extras; reinstalls only when pyproject.toml changed
   local stamp="$VENV/.installed-$1"
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "Installing django-dbjobs[$1] into $VENV"
-    "$VENV/bin/python" -m pip install -q -e ".[$1]" || return 1
+    # DBJOBS_DJANGO pins Django, e.g. "Django>=5.2,<6.0" for the LTS run.
+    "$VENV/bin/python" -m pip install -q -e ".[$1]" ${DBJOBS_DJANGO:+"$DBJOBS_DJANGO"} || return 1
     touch "$stamp"
   fi
 }

@@ -112,11 +112,7 @@ class Job(models.Model):
         verbose_name_plural = _("jobs")
         ordering = list(CLAIM_ORDER)
         indexes = [
-            db.ReadyJobsIndex(
-                fields=list(CLAIM_ORDER),
-                condition=Q(status=JobStatus.READY),
-                name="dbjobs_job_claim_idx",
-            ),
+            db.ReadyJobsIndex(fields=list(CLAIM_ORDER), name="dbjobs_job_claim_idx"),
             models.Index(fields=["status", "worker"], name="dbjobs_job_worker_idx"),
         ]
         constraints = [

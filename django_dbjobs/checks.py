@@ -52,6 +52,27 @@ NUMBER_RULES = [
         "E008",
     ),
     (
+        "HEARTBEAT_INTERVAL",
+        lambda v: _number(v) and v > 0,
+        "must be a number of seconds above 0",
+        "The default is 5.0.",
+        "E012",
+    ),
+    (
+        "HEARTBEAT_TIMEOUT",
+        lambda v: _number(v) and v > 0,
+        "must be a number of seconds above 0",
+        "The default is 30.0.",
+        "E013",
+    ),
+    (
+        "SWEEP_INTERVAL",
+        lambda v: _number(v) and v > 0,
+        "must be a number of seconds above 0",
+        "The default is 10.0.",
+        "E014",
+    ),
+    (
         "MAX_PAYLOAD_BYTES",
         lambda v: _integer(v) and v >= 1,
         "must be a positive integer (bytes)",
@@ -110,6 +131,16 @@ def check_settings(app_configs=None, **kwargs):
                 "DBJOBS_JOB_MODULES must be a list of module paths.",
                 hint="For example: DBJOBS_JOB_MODULES = ['shop.billing'].",
                 id="dbjobs.E010",
+            )
+        )
+    interval, timeout = settings.HEARTBEAT_INTERVAL, settings.HEARTBEAT_TIMEOUT
+    if _number(interval) and _number(timeout) and 0 < interval and timeout < 3 * interval:
+        errors.append(
+            checks.Warning(
+                f"DBJOBS_HEARTBEAT_TIMEOUT ({timeout}) is less than three heartbeat intervals "
+                f"({interval}); a live but busy worker may be judged dead and its jobs run twice.",
+                hint="Keep DBJOBS_HEARTBEAT_TIMEOUT at least 3 x DBJOBS_HEARTBEAT_INTERVAL.",
+                id="dbjobs.W002",
             )
         )
     errors.extend(sqlite_warnings(connections.settings))

@@ -21,6 +21,12 @@ DEFAULTS = {
     "POLL_INTERVAL": 1.0,
     # Seconds a stopping worker waits for running jobs before releasing them.
     "SHUTDOWN_GRACE": 20.0,
+    # Seconds between a worker's heartbeats (its own thread and connection).
+    "HEARTBEAT_INTERVAL": 5.0,
+    # A worker silent for this long is presumed dead and its jobs are recovered.
+    "HEARTBEAT_TIMEOUT": 30.0,
+    # Seconds between a worker's sweeps for jobs of dead workers.
+    "SWEEP_INTERVAL": 10.0,
     # Extra modules the worker imports so their @job functions are registered.
     "JOB_MODULES": [],
 }

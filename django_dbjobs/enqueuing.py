@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import router, transaction
+from django.db import DatabaseError, router, transaction
 
 from . import db, registry, validation, wakeup
 from .conf import settings
+from .exceptions import InvalidJob
 from .models import Job
 from .registry import JobFunction
 from .signals import job_enqueued
@@ -35,6 +36,7 @@ def prepare(
     run_at: datetime.datetime | None = None,
     delay: datetime.timedelta | float | None = None,
     max_attempts: int | None = None,
+    unique_key: str | None = None,
     using: str | None = None,
 ) -> Job:
     """Validate a job and return it as an unsaved Job, ready for bulk_enqueue().
@@ -55,6 +57,8 @@ def prepare(
             _first(max_attempts, defaults.max_attempts, settings.DEFAULT_MAX_ATTEMPTS)
         ),
     }
+    if unique_key is not None:
+        fields["unique_key"] = fields["active_key"] = validation.unique_key(unique_key, db.rejects_nul(using))
     when = validation.run_at(run_at, delay)
     if when is not None:
         fields["run_at"] = when
@@ -71,12 +75,38 @@ def enqueue(job: JobTarget, *args: Any, using: str | None = None, **options: Any
 
     Options: ``kwargs`` (the job's keyword arguments), ``queue``, ``priority``
     (-100..100, higher runs first), ``run_at`` (aware datetime) or ``delay``
-    (seconds or timedelta), ``max_attempts``, ``using`` (database alias).
+    (seconds or timedelta), ``max_attempts``, ``unique_key``, ``using`` (database alias).
+
+    With ``unique_key``, if a READY or RUNNING job of the same name has that key,
+    nothing is written and that job is returned instead.
     """
     instance = prepare(job, *args, using=using, **options)
-    instance.save(using=instance._state.db, force_insert=True)
-    _enqueued([instance], instance._state.db)
+    using = instance._state.db
+    if instance.unique_key is not None:
+        instance, created = _insert_unique(instance, using)
+        if not created:
+            return instance
+    else:
+        instance.save(using=using, force_insert=True)
+    _enqueued([instance], using)
     return instance
+
+
+def _insert_unique(instance: Job, using: str) -> tuple[Job, bool]:
+    """Insert a job unless its key is taken; return the job holding the key and whether it is new.
+
+    The database's unique constraint decides, not a check-then-insert: a conflicting
+    insert is skipped (ON CONFLICT DO NOTHING / INSERT IGNORE / INSERT OR IGNORE),
+    waiting first for a concurrent holder to commit or roll back.
+    """
+    holders = Job.objects.using(using).filter(name=instance.name, active_key=instance.active_key)
+    for _ in range(5):
+        Job.objects.using(using).bulk_create([instance], ignore_conflicts=True)
+        holder = holders.first()
+        if holder is not None:
+            return holder, holder.pk == instance.pk
+        # The holder finished between the insert and the read: the key is free again.
+    raise DatabaseError(f"Could not store job {instance.name} with unique_key={instance.unique_key!r}.")
 
 
 async def aenqueue(job: JobTarget, *args: Any, **options: Any) -> Job:
@@ -96,6 +126,8 @@ def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
     for instance in jobs:
         if not isinstance(instance, Job) or instance._state.adding is False:
             raise TypeError("bulk_enqueue() takes unsaved jobs made by prepare().")
+        if instance.unique_key is not None:
+            raise InvalidJob("bulk_enqueue() does not take unique_key; use enqueue() for unique jobs.")
     using = jobs[0]._state.db or router.db_for_write(Job)
     with transaction.atomic(using=using):
         created = Job.objects.using(using).bulk_create(jobs, batch_size=batch_size)

@@ -23,3 +23,7 @@ class PayloadTooLarge(InvalidJobArguments):
 
 class UnsupportedDatabase(DbJobsError):
     """The database cannot run a job queue safely (too old, or misconfigured)."""
+
+
+class WorkerLost(DbJobsError):
+    """Recorded for an attempt whose worker stopped heartbeating (killed, frozen, lost)."""

@@ -15,7 +15,9 @@ from django.db import DatabaseError, InterfaceError, connections
 
 from . import db, execution, registry, wakeup
 from .conf import settings
+from .heartbeat import Heartbeat
 from .models import Job, WorkerProcess
+from .sweep import sweep
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -61,6 +63,11 @@ class Worker:
         self._stopping = False
         self._forced = False
         self._threads: list[threading.Thread] = []
+        self._heartbeat: Heartbeat | None = None
+        self._next_sweep = 0.0
+        # Sweeps wait until the database has worked for a heartbeat timeout since the
+        # last error, so that live workers have beaten again before being judged.
+        self._healthy_since = float("-inf")
 
     # Lifecycle
 
@@ -71,7 +78,15 @@ class Worker:
         self._install_signal_handlers()
         wakeup.subscribe(self._wake)
         try:
-            self._register()
+            self._with_database(self._register, "registering the worker")
+            self._heartbeat = Heartbeat(
+                self.id,
+                settings.HEARTBEAT_INTERVAL,
+                self._register,
+                self.using,
+                on_error=self._database_error,
+            )
+            self._heartbeat.start()
             self._start_threads()
             logger.info(
                 "Worker started id=%s queues=%s concurrency=%s jobs=%s",
@@ -109,21 +124,22 @@ class Worker:
         signal.signal(signal.SIGINT, handle)
 
     def _register(self) -> None:
-        self._with_database(
-            lambda: WorkerProcess.objects.using(self.using).create(
-                id=self.id,
-                hostname=socket.gethostname()[:255],
-                pid=os.getpid(),
-                queues=self.queues,
-                concurrency=self.concurrency,
-            ),
-            "registering the worker",
+        WorkerProcess.objects.using(self.using).create(
+            id=self.id,
+            hostname=socket.gethostname()[:255],
+            pid=os.getpid(),
+            queues=self.queues,
+            concurrency=self.concurrency,
         )
+
+    def _database_error(self) -> None:
+        self._healthy_since = time.monotonic()
 
     # The claim loop
 
     def _loop(self) -> None:
         while not self._stopping:
+            self._sweep_when_due()
             claimed = self._claim_free_slots()
             if claimed is None:
                 continue  # database error: already paused
@@ -136,6 +152,26 @@ class Worker:
                 return
             self._wake.wait(self.poll_interval)
             self._wake.clear()
+
+    def _sweep_when_due(self) -> None:
+        now = time.monotonic()
+        if now < self._next_sweep or now - self._healthy_since < settings.HEARTBEAT_TIMEOUT:
+            return
+        self._next_sweep = now + settings.SWEEP_INTERVAL
+        try:
+            result = sweep(self.id, settings.HEARTBEAT_TIMEOUT, self.using)
+        except (DatabaseError, InterfaceError) as exc:
+            logger.warning("Database error while sweeping for lost jobs: %s", exc)
+            self._database_error()
+            execution.close_broken_connections()
+            return
+        if result.requeued or result.failed or result.workers_removed:
+            logger.warning(
+                "Sweep recovered lost work requeued=%s failed=%s workers_removed=%s",
+                result.requeued,
+                result.failed,
+                result.workers_removed,
+            )
 
     def _quota_reached(self) -> bool:
         return self.max_jobs is not None and self.claimed >= self.max_jobs
@@ -175,6 +211,7 @@ class Worker:
                 return action()
             except (DatabaseError, InterfaceError) as exc:
                 logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
+                self._database_error()
                 execution.close_broken_connections()
                 if stop_on_exit or self._forced:
                     self._wake.wait(pause)
@@ -222,6 +259,9 @@ class Worker:
             logger.warning("Job released unfinished id=%s name=%s released=%s", job.pk, job.name, released)
         for _ in self._threads:
             self._tasks.put(None)
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat.join(5)
         try:
             WorkerProcess.objects.using(self.using).filter(pk=self.id).delete()
         except (DatabaseError, InterfaceError) as exc:

@@ -1,6 +1,7 @@
 """Job functions used by the tests; autodiscovered as the `jobs` module of the tests app."""
 
 import os
+import signal
 import time
 
 from django_dbjobs import current_job, job
@@ -69,3 +70,15 @@ def sleep_then_record(seconds, value):
 
 def not_registered(x):
     return x
+
+
+@job(max_attempts=3)
+def kill_own_worker():
+    """A poison job: kills the process running it, every time."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@job(max_attempts=2)
+def exit_process():
+    """Calls os._exit, which no except clause can catch."""
+    os._exit(1)

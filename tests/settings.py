@@ -43,3 +43,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 DBJOBS_POLL_INTERVAL = 0.2
 DBJOBS_RETRY_BACKOFF = 0.05
 DBJOBS_RETRY_BACKOFF_MAX = 0.2
+# Short leases so recovery tests take seconds; the bound is timeout + sweep interval.
+DBJOBS_HEARTBEAT_INTERVAL = 0.2
+DBJOBS_HEARTBEAT_TIMEOUT = 1.5
+DBJOBS_SWEEP_INTERVAL = 0.3
+
+# DBJOBS_TEST_CLOCK_SKEW=<seconds> runs this process with a wrong host clock, to show
+# that leases and due times are judged by the database clock only.
+if os.environ.get("DBJOBS_TEST_CLOCK_SKEW"):
+    import time
+
+    import django.utils.timezone
+
+    _skew = float(os.environ["DBJOBS_TEST_CLOCK_SKEW"])
+    _real_time, _real_now = time.time, django.utils.timezone.now
+    time.time = lambda: _real_time() + _skew
+    django.utils.timezone.now = lambda: _real_now() + __import__("datetime").timedelta(seconds=_skew)

@@ -29,6 +29,10 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_RETRY_BACKOFF_MAX", -5, "dbjobs.E008"),
         ("DBJOBS_MAX_PAYLOAD_BYTES", 1.5, "dbjobs.E009"),
         ("DBJOBS_JOB_MODULES", "shop.jobs", "dbjobs.E010"),
+        ("DBJOBS_HEARTBEAT_INTERVAL", 0, "dbjobs.E012"),
+        ("DBJOBS_HEARTBEAT_TIMEOUT", "30", "dbjobs.E013"),
+        ("DBJOBS_SWEEP_INTERVAL", -1, "dbjobs.E014"),
+        ("DBJOBS_HEARTBEAT_TIMEOUT", 0.4, "dbjobs.W002"),
     ],
 )
 def test_bad_settings_are_reported(settings, setting, value, check_id):

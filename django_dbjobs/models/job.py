@@ -104,6 +104,19 @@ class Job(models.Model):
     return_value = models.JSONField(_("return value"), null=True, blank=True)
     errors = models.JSONField(_("errors"), default=list, blank=True)
     last_error = models.TextField(_("last error"), blank=True, default="")
+    unique_key = models.CharField(
+        _("unique key"),
+        max_length=200,
+        null=True,
+        blank=True,
+        help_text=_("At most one ready or running job per job name and key."),
+    )
+    # unique_key while the job is READY or RUNNING, NULL once it finishes: a plain
+    # unique constraint then means "one active job per key" on every database,
+    # MySQL included, which has no partial unique indexes.
+    active_key = models.CharField(
+        _("active unique key"), max_length=200, null=True, blank=True, editable=False
+    )
 
     objects = JobQuerySet.as_manager()
 
@@ -116,6 +129,7 @@ class Job(models.Model):
             models.Index(fields=["status", "worker"], name="dbjobs_job_worker_idx"),
         ]
         constraints = [
+            models.UniqueConstraint(fields=["name", "active_key"], name="dbjobs_job_one_active_per_key"),
             models.CheckConstraint(
                 condition=Q(priority__gte=MIN_PRIORITY, priority__lte=MAX_PRIORITY),
                 name="dbjobs_job_priority_range",
@@ -132,7 +146,10 @@ class Job(models.Model):
 
     def _finish(self, owner: str, **changes: Any) -> bool:
         """Apply `changes` if `owner` still holds this running job; say whether it did."""
-        won = bool(Job.objects.using(self._state.db).owned_by(owner).filter(pk=self.pk).update(**changes))
+        # The attempt number fences too: a worker that lost this job and claimed it
+        # again must not finish the new attempt with the old attempt's outcome.
+        owned = Job.objects.using(self._state.db).owned_by(owner)
+        won = bool(owned.filter(pk=self.pk, attempts=self.attempts).update(**changes))
         if won:
             for field, value in changes.items():
                 if not hasattr(value, "resolve_expression"):
@@ -147,6 +164,7 @@ class Job(models.Model):
             return_value=return_value,
             worker_ids=[*self.worker_ids, worker],
             finished_at=Now(),
+            active_key=None,
         )
 
     def mark_for_retry(self, worker: str, error: dict, delay: float) -> bool:
@@ -169,7 +187,26 @@ class Job(models.Model):
             worker_ids=[*self.worker_ids, worker],
             last_error=error["summary"],
             finished_at=Now(),
+            active_key=None,
         )
+
+    def recover(self, lost_worker: str, error: dict) -> bool:
+        """Take a job back from a worker presumed dead (the sweep).
+
+        READY again, or FAILED once its attempts are spent, so a job that kills its
+        worker every time ends in the dead letters. Return False if it moved on.
+        """
+        changes = {
+            "worker": None,
+            "errors": [*self.errors, error],
+            "worker_ids": [*self.worker_ids, lost_worker],
+            "last_error": error["summary"],
+        }
+        if self.attempts >= self.max_attempts:
+            changes.update(status=JobStatus.FAILED, finished_at=Now(), active_key=None)
+        else:
+            changes.update(status=JobStatus.READY)
+        return self._finish(lost_worker, **changes)
 
     def release(self, worker: str) -> bool:
         """Give a job back unfinished (shutdown): READY again, its attempt refunded."""

@@ -100,7 +100,11 @@ def test_eight_processes_racing_on_one_key_store_exactly_one_job():
     processes = [
         subprocess.Popen(
             [sys.executable, "-c", ENQUEUE_SCRIPT, str(start)],
-            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(8)
     ]

@@ -1,0 +1,218 @@
+"""Failures as they happen: kill -9, SIGSTOP, poison jobs, skewed clocks, database restarts.
+
+Test settings: heartbeat every 0.2 s, timeout 1.5 s, sweep every 0.3 s, so the
+recovery bound (timeout + sweep interval) is 1.8 s plus a poll.
+"""
+
+import collections
+import datetime
+import random
+import signal
+import time
+
+import pytest
+from django.db import connection
+from django.db.models.functions import Now
+
+from django_dbjobs import bulk_enqueue, enqueue, prepare
+from django_dbjobs.models import Job, JobStatus, WorkerProcess
+from tests import jobs
+from tests.conftest import wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def running_under(job, timeout=20):
+    """Wait until `job` is RUNNING and return the worker id holding it."""
+    assert wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exists(), timeout)
+    return Job.objects.get(pk=job.pk).worker
+
+
+def test_job_of_a_killed_worker_runs_again_on_another_within_the_bound(run_jobs, record_file):
+    job = enqueue(jobs.sleep_then_record, 1.5, "once-more")
+    first = run_jobs()
+    running_under(job)
+    first.process.kill()  # SIGKILL: no cleanup at all
+    first.process.wait()
+    killed_at = time.monotonic()
+    second = run_jobs()
+    assert wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.SUCCESSFUL).exists(), 20)
+    recovered_in = time.monotonic() - killed_at
+    assert recovered_in < 1.5 + 0.3 + 1.5 + 3, f"took {recovered_in:.1f}s"  # bound + the job itself + slack
+    second.signal()
+    assert second.wait() == 0
+    job.refresh_from_db()
+    assert job.attempts == 2 and "WorkerLost" in job.errors[0]["summary"]
+    assert record_file.read_text() == "once-more\n", "the killed run never finished; only the rerun did"
+
+
+def test_frozen_worker_wakes_to_find_its_outcome_dropped(run_jobs, record_file):
+    job = enqueue(jobs.sleep_then_record, 2.5, "x")
+    frozen = run_jobs()
+    frozen_id = running_under(job)
+    frozen.signal(signal.SIGSTOP)
+    other = run_jobs()
+    assert wait_for(
+        lambda: Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exclude(worker=frozen_id).exists(),
+        20,
+    ), "the frozen worker's job was not taken over"
+    new_owner = Job.objects.get(pk=job.pk).worker
+    frozen.signal(signal.SIGCONT)  # its thread finishes the old attempt first
+    assert wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.SUCCESSFUL).exists(), 20)
+    for worker in (frozen, other):
+        worker.signal()
+        assert worker.wait() == 0
+    job.refresh_from_db()
+    assert job.worker_ids[-1] == new_owner and job.worker == new_owner and job.attempts == 2
+    assert record_file.read_text() == "x\nx\n"  # both ran: at least once, finalised once
+    assert "Job outcome dropped" in frozen.output()
+
+
+def test_poison_job_is_dead_lettered_after_max_attempts_pickups(run_jobs):
+    job = enqueue(jobs.kill_own_worker)  # max_attempts=3
+    pickups = 0
+    deadline = time.monotonic() + 60
+    while not Job.objects.filter(pk=job.pk, status=JobStatus.FAILED).exists():
+        assert time.monotonic() < deadline, "the poison job was never dead-lettered"
+        worker = run_jobs("--poll-interval", "0.1")
+        assert wait_for(
+            lambda: (
+                worker.process.poll() is not None
+                or Job.objects.filter(pk=job.pk, status=JobStatus.FAILED).exists()
+            ),
+            20,
+        )
+        if worker.process.poll() is None:  # this one swept the job into the dead letters
+            worker.signal()
+            assert worker.wait() == 0
+        else:
+            assert worker.process.returncode == -signal.SIGKILL
+            pickups += 1
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert pickups == 3 and job.attempts == 3
+    assert len(job.errors) == 3 and all("WorkerLost" in e["summary"] for e in job.errors)
+
+
+def test_system_exit_and_os_exit_from_jobs(run_jobs):
+    exits = enqueue(jobs.raises_system_exit)  # max_attempts=2
+    after = enqueue(jobs.add, 1, 1, priority=-1)
+    worker = run_jobs("--poll-interval", "0.1")
+    assert wait_for(lambda: Job.objects.filter(pk=after.pk, status=JobStatus.SUCCESSFUL).exists(), 20)
+    assert wait_for(lambda: Job.objects.filter(pk=exits.pk, status=JobStatus.FAILED).exists(), 20)
+    assert worker.process.poll() is None, "SystemExit in a job must not stop the worker"
+    worker.signal()
+    assert worker.wait() == 0
+
+
+def test_skewed_host_clock_neither_steals_live_jobs_nor_runs_future_jobs_early(run_jobs, record_file):
+    live = enqueue(jobs.sleep_then_record, 4, "live")
+    honest = run_jobs()
+    owner = running_under(live)
+    future = Job.objects.create(name="tests.jobs.add", args=[1, 1])
+    Job.objects.filter(pk=future.pk).update(run_at=Now() + datetime.timedelta(minutes=10))
+    ahead = run_jobs("--burst", env={"DBJOBS_TEST_CLOCK_SKEW": "3600"})
+    assert ahead.wait() == 0, ahead.output()
+    behind = run_jobs("--burst", env={"DBJOBS_TEST_CLOCK_SKEW": "-3600"})
+    assert behind.wait() == 0, behind.output()
+    assert Job.objects.get(pk=future.pk).status == JobStatus.READY
+    assert Job.objects.get(pk=live.pk).worker == owner
+    assert wait_for(lambda: Job.objects.filter(pk=live.pk, status=JobStatus.SUCCESSFUL).exists(), 20)
+    assert Job.objects.get(pk=live.pk).attempts == 1
+    honest.signal()
+    assert honest.wait() == 0
+
+
+def test_random_kill_9_while_draining_loses_nothing(run_jobs, record_file):
+    total = 3000
+    bulk_enqueue(prepare(jobs.record, i) for i in range(total))
+    workers = [run_jobs("--concurrency", "2", "--poll-interval", "0.1", "-v", "0") for _ in range(3)]
+    rng = random.Random(7)
+    may_repeat = set()
+    for _ in range(4):
+        time.sleep(1.0)
+        victim = workers.pop(rng.randrange(len(workers)))
+        pid = victim.process.pid
+        victim.process.kill()
+        victim.process.wait()
+        ids = WorkerProcess.objects.filter(pid=pid).values_list("pk", flat=True)
+        may_repeat |= {
+            str(args[0])
+            for args in Job.objects.filter(worker__in=list(ids), status=JobStatus.RUNNING).values_list(
+                "args", flat=True
+            )
+        }
+        workers.append(run_jobs("--concurrency", "2", "--poll-interval", "0.1", "-v", "0"))
+    assert wait_for(lambda: Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == total, 180)
+    for worker in workers:
+        worker.signal()
+        assert worker.wait() == 0
+    runs = collections.Counter(record_file.read_text().split())
+    assert len(runs) == total, "a job was lost"
+    repeated = {value for value, count in runs.items() if count > 1}
+    assert repeated <= may_repeat, f"ran twice without a kill: {sorted(repeated - may_repeat)[:10]}"
+
+
+def restart_database():
+    """Restart the server this test database lives on, with the machine's own commands."""
+    import shutil
+    import subprocess
+
+    from django.db import connections
+
+    connections.close_all()
+    if connection.vendor == "postgresql":
+        if not shutil.which("pg_ctlcluster"):
+            pytest.skip("pg_ctlcluster is not available to restart PostgreSQL")
+        version = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()[0]
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart", "-m", "fast"],
+            check=True,
+            timeout=60,
+        )
+    else:
+        if not shutil.which("mariadb-admin") or not shutil.which("start-stop-daemon"):
+            pytest.skip("mariadb-admin/start-stop-daemon are not available to restart MariaDB")
+        subprocess.run(["mariadb-admin", "-h127.0.0.1", "-uroot", "shutdown"], check=True, timeout=60)
+        # start-stop-daemon --oknodo does nothing while the old process is still exiting.
+        assert wait_for(
+            lambda: subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode != 0, 60
+        ), "MariaDB did not stop"
+        subprocess.run(
+            ["start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"],
+            check=True,
+            timeout=60,
+        )
+    assert wait_for(server_answers, 60), "the database did not come back"
+
+
+def server_answers():
+    from django.db import connections
+
+    try:
+        connections.close_all()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True
+    except Exception:
+        return False
+
+
+def test_database_restart_while_draining_loses_nothing(run_jobs, record_file):
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite has no server to restart")
+    total = 1500
+    bulk_enqueue(prepare(jobs.sleep_then_record, 0.002, i) for i in range(total))
+    workers = [run_jobs("--concurrency", "2", "--poll-interval", "0.1") for _ in range(2)]
+    assert wait_for(lambda: Job.objects.filter(status=JobStatus.SUCCESSFUL).count() > 100, 60)
+    restart_database()
+    assert wait_for(
+        lambda: server_answers() and Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == total, 120
+    ), "processing did not resume"
+    for worker in workers:
+        assert worker.process.poll() is None, "a worker died in the outage:\n" + worker.output()
+        worker.signal()
+        assert worker.wait() == 0
+    runs = collections.Counter(record_file.read_text().split())
+    assert len(runs) == total
+    assert "Database error" in "".join(w.output() for w in workers)

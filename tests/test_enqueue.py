@@ -212,3 +212,23 @@ def test_nul_character_is_rejected_where_the_database_cannot_store_it():
         job = enqueue(jobs.echo, "a\x00b")
         job.refresh_from_db()
         assert job.args == ["a\x00b"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_raises_when_the_row_cannot_be_stored():
+    from django.db import OperationalError, connections
+
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite has no server connection to lose")
+    with connection.cursor() as cursor:  # make our own session die, as in an outage
+        try:
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+            else:
+                cursor.execute("KILL CONNECTION_ID()")
+        except Exception:
+            pass
+    with pytest.raises(OperationalError):
+        enqueue(jobs.add, 1, 2)
+    connections.close_all()
+    assert Job.objects.count() == 0

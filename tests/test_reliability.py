@@ -76,7 +76,7 @@ def test_poison_job_is_dead_lettered_after_max_attempts_pickups(run_jobs):
         assert time.monotonic() < deadline, "the poison job was never dead-lettered"
         worker = run_jobs("--poll-interval", "0.1")
         assert wait_for(
-            lambda: (
+            lambda worker=worker: (
                 worker.process.poll() is not None
                 or Job.objects.filter(pk=job.pk, status=JobStatus.FAILED).exists()
             ),

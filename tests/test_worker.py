@@ -1,6 +1,7 @@
 """The worker as users run it: real run_jobs subprocesses and real signals."""
 
 import collections
+import re
 import signal
 import threading
 import time
@@ -153,4 +154,5 @@ def test_idle_worker_survives_losing_its_connection(run_jobs):
     assert worker.process.poll() is None, "the worker exited"
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0
-    assert "Database error while claiming jobs" in worker.output()
+    # The lost session surfaces in whichever query runs next: claim, sweep or heartbeat.
+    assert re.search(r"Database error while (claiming|sweeping)|Heartbeat failed", worker.output())

@@ -19,3 +19,12 @@ def send_welcome_email(address: str) -> str:
 @job(queue="reports", max_attempts=3)
 def build_broken_report(report_id: int) -> None:
     raise ValueError(f"report {report_id} has no data source")
+
+
+@job
+def nap(seconds: float) -> float:
+    """Sleep; bench/recovery.py kills the worker running it."""
+    import time
+
+    time.sleep(seconds)
+    return seconds

@@ -19,6 +19,11 @@ DEFAULTS = {
     "MAX_PAYLOAD_BYTES": 1_048_576,
     # Seconds an idle worker waits between checks for due jobs.
     "POLL_INTERVAL": 1.0,
+    # Jobs a worker claims beyond its free threads, so one claim feeds many jobs.
+    "PREFETCH": 8,
+    # Successes stored in one UPDATE: at most this many, at most this many seconds late.
+    "ACK_BATCH_SIZE": 100,
+    "ACK_DELAY": 0.05,
     # Seconds a stopping worker waits for running jobs before releasing them.
     "SHUTDOWN_GRACE": 20.0,
     # Seconds between a worker's heartbeats (its own thread and connection).

@@ -40,6 +40,46 @@ class ReadyJobsIndex(models.Index):
         return index.create_sql(model, schema_editor, using=using, **kwargs)
 
 
+class JsonAppend(models.Func):
+    """A JSON array column with one string appended, computed by the database.
+
+    Used in the claim's UPDATE to record each attempt's worker without reading the
+    row first. PostgreSQL: ``||``; MySQL/MariaDB: JSON_ARRAY_APPEND; SQLite: json_insert.
+    """
+
+    output_field = models.JSONField()
+
+    def __init__(self, field: str, value: str):
+        super().__init__(models.F(field), models.Value(value))
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(
+            compiler,
+            connection,
+            template="(%(expressions)s::text))",
+            arg_joiner=" || jsonb_build_array(",
+            **extra,
+        )
+
+    def as_mysql(self, compiler, connection, **extra):
+        return self.as_sql(
+            compiler,
+            connection,
+            template="JSON_ARRAY_APPEND(%(expressions)s)",
+            arg_joiner=", '$', ",
+            **extra,
+        )
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(
+            compiler,
+            connection,
+            template="json_insert(%(expressions)s)",
+            arg_joiner=", '$[#]', ",
+            **extra,
+        )
+
+
 def can_skip_locked(using: str = "default") -> bool:
     """True where row locks with SKIP LOCKED exist (PostgreSQL, MySQL 8, MariaDB 10.6+)."""
     return connections[using].features.has_select_for_update_skip_locked

@@ -7,6 +7,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 from django.db import DatabaseError, InterfaceError, connections
 
@@ -25,11 +26,13 @@ MAX_TRACEBACK_CHARS = 64_000
 STORE_RETRY_SECONDS = 300.0
 
 
-def run(job: Job, worker: str) -> str | None:
+def run(job: Job, worker: str, on_success: Callable[[Job, Any], None] | None = None) -> str | None:
     """Run `job` (claimed by `worker`) and store the outcome.
 
     Return the status stored, or None if the lease was lost and the outcome dropped.
-    Never raises: whatever the job does is recorded as its outcome.
+    Never raises: whatever the job does is recorded as its outcome. With
+    `on_success`, a success is handed to it (the worker stores successes in
+    batches) instead of being written here.
     """
     try:
         registered = registry.get(job.name)
@@ -39,7 +42,7 @@ def run(job: Job, worker: str) -> str | None:
     with running(job):
         try:
             job_started.send(sender=Job, job=job)
-            logger.info("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
+            logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
             result = registered.func(*job.args, **job.kwargs)
             result = validation.json_value(result, "The return value", db.rejects_nul(job._state.db))
         except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
@@ -49,6 +52,9 @@ def run(job: Job, worker: str) -> str | None:
         finally:
             close_broken_connections()
     if error is None:
+        if on_success is not None:
+            on_success(job, result)
+            return JobStatus.SUCCESSFUL
         return _store(job, lambda: job.mark_succeeded(worker, result), JobStatus.SUCCESSFUL)
     if job.attempts >= job.max_attempts:
         return _dead_letter(job, worker, error)
@@ -88,10 +94,15 @@ def _store(job: Job, write: Callable[[], bool], status: str) -> str | None:
             status,
         )
         return None
-    if status == JobStatus.SUCCESSFUL:
-        logger.info("Job succeeded id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
-    job_finished.send(sender=Job, job=job, status=status)
+    finished(job, status)
     return status
+
+
+def finished(job: Job, status: str) -> None:
+    """Log and signal an outcome that was stored."""
+    if status == JobStatus.SUCCESSFUL:
+        logger.debug("Job succeeded id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
+    job_finished.send(sender=Job, job=job, status=status)
 
 
 def retry_database_errors(write: Callable[[], bool], what: str) -> bool:

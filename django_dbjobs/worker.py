@@ -41,12 +41,16 @@ class Worker:
         max_jobs: int | None = None,
         poll_interval: float | None = None,
         shutdown_grace: float | None = None,
+        prefetch: int | None = None,
         using: str = "default",
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1.")
         if max_jobs is not None and max_jobs < 1:
             raise ValueError("max_jobs must be at least 1.")
+        self.prefetch = settings.PREFETCH if prefetch is None else prefetch
+        if self.prefetch < 0:
+            raise ValueError("prefetch must be 0 or more.")
         self.queues = list(queues or [])
         self.concurrency = concurrency
         self.burst = burst
@@ -56,7 +60,11 @@ class Worker:
         self.using = using
         self.id = new_worker_id()
         self.claimed = 0
+        # Claimed and not finished: waiting for a thread (prefetched) or running.
         self._running: dict[str, Job] = {}
+        # Successes not yet stored: written in one UPDATE per batch (see _flush_acks).
+        self._acks: list[tuple[Job, object]] = []
+        self._acks_since = 0.0
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
@@ -140,18 +148,27 @@ class Worker:
     def _loop(self) -> None:
         while not self._stopping:
             self._sweep_when_due()
+            self._flush_acks()
             claimed = self._claim_free_slots()
             if claimed is None:
                 continue  # database error: already paused
-            with self._lock:
-                idle = not self._running
             if claimed:
                 continue
+            with self._lock:
+                idle = not self._running
             if idle and (self.burst or self._quota_reached()):
+                self._flush_acks(force=True)
                 logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimed)
                 return
-            self._wake.wait(self.poll_interval)
+            self._wake.wait(self._wait_time())
             self._wake.clear()
+
+    def _wait_time(self) -> float:
+        with self._lock:
+            if not self._acks:
+                return self.poll_interval
+            due = self._acks_since + settings.ACK_DELAY - time.monotonic()
+        return max(0.0, min(self.poll_interval, due))
 
     def _sweep_when_due(self) -> None:
         now = time.monotonic()
@@ -177,9 +194,15 @@ class Worker:
         return self.max_jobs is not None and self.claimed >= self.max_jobs
 
     def _claim_free_slots(self) -> int | None:
-        """Claim as many due jobs as there are free threads; return how many, None on error."""
+        """Claim due jobs for free threads plus the prefetch; return how many, None on error.
+
+        Claims only when threads are about to run out of work, so each claim fills
+        many slots in one round trip.
+        """
+        if self._tasks.qsize() >= self.concurrency:
+            return 0
         with self._lock:
-            free = self.concurrency - len(self._running)
+            free = self.concurrency + self.prefetch - len(self._running)
         if self.max_jobs is not None:
             free = min(free, self.max_jobs - self.claimed)
         if free <= 0:
@@ -232,7 +255,7 @@ class Worker:
         try:
             while (job := self._tasks.get()) is not None:
                 try:
-                    execution.run(job, self.id)
+                    execution.run(job, self.id, on_success=self._on_success)
                 except BaseException:  # noqa: B036 - a job thread must never die
                     logger.exception("Unexpected error running job id=%s", job.pk)
                 finally:
@@ -241,6 +264,49 @@ class Worker:
                     self._wake.set()
         finally:
             connections.close_all()
+
+    # Batched acknowledgements
+
+    def _on_success(self, job: Job, value: object) -> None:
+        """Queue a success for the next batch write (called on the job's thread)."""
+        with self._lock:
+            if not self._acks:
+                self._acks_since = time.monotonic()
+            self._acks.append((job, value))
+            full = len(self._acks) >= settings.ACK_BATCH_SIZE
+        if full:
+            self._wake.set()
+
+    def _flush_acks(self, force: bool = False) -> None:
+        """Store queued successes in one fenced UPDATE when the batch is full or due.
+
+        A success waits at most DBJOBS_ACK_DELAY here; if the worker dies first, the
+        job is recovered by the sweep and runs again (at least once, never lost).
+        """
+        with self._lock:
+            if not self._acks:
+                return
+            due = time.monotonic() - self._acks_since >= settings.ACK_DELAY
+            if not (force or due or len(self._acks) >= settings.ACK_BATCH_SIZE):
+                return
+            batch, self._acks = self._acks, []
+        won: list[Job] = []
+
+        def write() -> bool:
+            won[:] = Job.objects.using(self.using).finish_successes(self.id, batch)
+            return True
+
+        execution.retry_database_errors(write, "storing finished jobs")
+        stored = {job.pk for job in won}
+        for job, _value in batch:
+            if job.pk in stored:
+                execution.finished(job, "SUCCESSFUL")
+            else:
+                logger.warning(
+                    "Job outcome dropped: this worker no longer owns it id=%s name=%s status=SUCCESSFUL",
+                    job.pk,
+                    job.name,
+                )
 
     # Shutdown
 
@@ -252,6 +318,7 @@ class Worker:
                     break
             self._wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
             self._wake.clear()
+        self._flush_acks(force=True)
         with self._lock:
             unfinished = list(self._running.values())
         for job in unfinished:

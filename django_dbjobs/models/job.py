@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Coalesce, Now
 from django.utils.translation import gettext_lazy as _
 
@@ -68,12 +68,49 @@ class JobQuerySet(models.QuerySet):
             attempts=F("attempts") + 1,
             started_at=Coalesce("started_at", Now()),
             last_attempted_at=Now(),
+            worker_ids=db.JsonAppend("worker_ids", worker),
         )
         for job in jobs:
             job.status = JobStatus.RUNNING
             job.worker = worker
             job.attempts += 1
+            job.worker_ids = [*job.worker_ids, worker]
         return jobs
+
+    def finish_successes(self, worker: str, done: list[tuple[Job, Any]]) -> list[Job]:
+        """Mark many jobs this worker ran SUCCESSFUL in one UPDATE; return those it still owned.
+
+        Each row is fenced on owner and attempt, as in Job.mark_succeeded().
+        """
+        if not done:
+            return []
+        fence = Q()
+        for job, _value in done:
+            fence |= Q(pk=job.pk, attempts=job.attempts)
+        changes = {"status": JobStatus.SUCCESSFUL, "finished_at": Now(), "active_key": None}
+        values = [(job, value) for job, value in done if value is not None]
+        if values:
+            changes["return_value"] = Case(
+                *(
+                    When(pk=job.pk, then=Value(value, output_field=models.JSONField()))
+                    for job, value in values
+                ),
+                default=None,
+                output_field=models.JSONField(),
+            )
+        updated = self.owned_by(worker).filter(fence).update(**changes)
+        if updated == len(done):
+            won = [job for job, _value in done]
+        else:  # some were lost to a sweep: find which rows this UPDATE finished
+            finished = set(
+                self.model._base_manager.using(self.db)
+                .filter(pk__in=[job.pk for job, _value in done], worker=worker, status=JobStatus.SUCCESSFUL)
+                .values_list("pk", "attempts")
+            )
+            won = [job for job, _value in done if (job.pk, job.attempts) in finished]
+        for job, value in done:
+            job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
+        return won
 
 
 class Job(models.Model):
@@ -162,7 +199,6 @@ class Job(models.Model):
             worker,
             status=JobStatus.SUCCESSFUL,
             return_value=return_value,
-            worker_ids=[*self.worker_ids, worker],
             finished_at=Now(),
             active_key=None,
         )
@@ -174,7 +210,6 @@ class Job(models.Model):
             status=JobStatus.READY,
             run_at=db.seconds_from_now(delay),
             errors=[*self.errors, error],
-            worker_ids=[*self.worker_ids, worker],
             last_error=error["summary"],
         )
 
@@ -184,7 +219,6 @@ class Job(models.Model):
             worker,
             status=JobStatus.FAILED,
             errors=[*self.errors, error],
-            worker_ids=[*self.worker_ids, worker],
             last_error=error["summary"],
             finished_at=Now(),
             active_key=None,
@@ -199,7 +233,6 @@ class Job(models.Model):
         changes = {
             "worker": None,
             "errors": [*self.errors, error],
-            "worker_ids": [*self.worker_ids, lost_worker],
             "last_error": error["summary"],
         }
         if self.attempts >= self.max_attempts:

@@ -52,6 +52,12 @@ class Command(BaseCommand):
             default=None,
             help="Seconds to let running jobs finish after SIGTERM (default: DBJOBS_SHUTDOWN_GRACE).",
         )
+        parser.add_argument(
+            "--prefetch",
+            type=int,
+            default=None,
+            help="Jobs to claim beyond free threads (default: DBJOBS_PREFETCH).",
+        )
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def handle(self, *args, **options):
@@ -67,6 +73,7 @@ class Command(BaseCommand):
                 max_jobs=options["max_jobs"],
                 poll_interval=options["poll_interval"],
                 shutdown_grace=options["shutdown_grace"],
+                prefetch=options["prefetch"],
                 using=options["database"],
             )
             worker.run()

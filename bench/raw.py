@@ -1,0 +1,75 @@
+"""The raw limit: the least SQL a job costs, from Python, through the same driver.
+
+No Django models, no validation, no worker: a plain loop of INSERTs (W1), and a plain
+loop of SKIP LOCKED claims plus completion writes (W2), per database.
+"""
+
+import time
+import uuid
+
+from django.db import connection
+
+INSERT = (
+    "INSERT INTO django_dbjobs_job (id, name, args, kwargs, queue, priority, status, attempts,"
+    " max_attempts, worker_ids, errors, last_error) VALUES"
+    " (%s, 'bench.jobs.noop', '[]', '{}', 'default', 0, 'READY', 0, 3, '[]', '[]', '')"
+)
+NOW = {"postgresql": "STATEMENT_TIMESTAMP()", "mysql": "CURRENT_TIMESTAMP(6)"}.get(
+    connection.vendor, "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')"
+)
+PICK = (
+    "SELECT id FROM django_dbjobs_job WHERE status = 'READY' AND run_at <= {now}"
+    " ORDER BY priority DESC, run_at, id LIMIT {limit}"
+)
+
+
+def insert_loop(count: int) -> float:
+    """Autocommit INSERTs, one per job; return jobs/s."""
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        for _ in range(count):
+            cursor.execute(INSERT, [str(uuid.uuid4())])
+    return count / (time.perf_counter() - started)
+
+
+def claim(cursor, limit: int) -> list[str]:
+    pick = PICK.format(now=NOW, limit=limit)
+    if connection.vendor == "postgresql":
+        cursor.execute(
+            f"UPDATE django_dbjobs_job SET status = 'RUNNING', worker = 'raw', attempts = attempts + 1"
+            f" WHERE id IN ({pick} FOR UPDATE SKIP LOCKED) RETURNING id",
+            [],
+        )
+        return [row[0] for row in cursor.fetchall()]
+    # Explicit BEGIN/COMMIT: the fewest round trips a transaction can take.
+    mysql = connection.vendor == "mysql"
+    cursor.execute("START TRANSACTION" if mysql else "BEGIN IMMEDIATE")
+    cursor.execute(pick + (" FOR UPDATE SKIP LOCKED" if mysql else ""), [])
+    ids = [row[0] for row in cursor.fetchall()]
+    if ids:
+        marks = ", ".join(["%s"] * len(ids))
+        cursor.execute(
+            "UPDATE django_dbjobs_job SET status = 'RUNNING', worker = 'raw',"
+            f" attempts = attempts + 1 WHERE id IN ({marks})",
+            ids,
+        )
+    cursor.execute("COMMIT")
+    return ids
+
+
+def drain_loop(claim_size: int, batch_completions: bool) -> float:
+    """Claim `claim_size` at a time and complete each job (or each batch); return jobs/s."""
+    done = 0
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        while ids := claim(cursor, claim_size):
+            finish = (
+                "UPDATE django_dbjobs_job SET status = 'SUCCESSFUL', finished_at = {now}"
+                " WHERE worker = 'raw' AND status = 'RUNNING' AND id IN ({marks})"
+            )
+            groups = [ids] if batch_completions else [[i] for i in ids]
+            for group in groups:
+                marks = ", ".join(["%s"] * len(group))
+                cursor.execute(finish.format(now=NOW, marks=marks), group)
+            done += len(ids)
+    return done / (time.perf_counter() - started)

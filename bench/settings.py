@@ -1,0 +1,24 @@
+"""Settings for the benchmark: BENCH_DATABASE_URL picks the server; a scratch database is created on it."""
+
+import os
+
+import environ
+
+from django_dbjobs.db import SQLITE_RECOMMENDED_OPTIONS
+
+env = environ.Env()
+SECRET_KEY = "bench"
+USE_TZ = True
+INSTALLED_APPS = ["django.contrib.contenttypes", "django_dbjobs", "bench"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+_db = env.db("BENCH_DATABASE_URL", default="sqlite:////tmp/dbjobs-bench.sqlite3")
+if _db["ENGINE"].endswith("sqlite3"):
+    _db["OPTIONS"] = dict(SQLITE_RECOMMENDED_OPTIONS)
+    _db["TEST"] = {"NAME": _db["NAME"].replace(".sqlite3", "") + "-scratch.sqlite3"}
+elif _db["ENGINE"].endswith("mysql"):
+    _db["OPTIONS"] = {"charset": "utf8mb4"}
+    _db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+if os.environ.get("BENCH_SCRATCH_NAME"):  # worker subprocesses: the scratch database
+    _db["NAME"] = os.environ["BENCH_SCRATCH_NAME"]
+DATABASES = {"default": _db}

@@ -1,0 +1,121 @@
+"""The workloads W1 (enqueue), W2 (drain), W2s (10 ms jobs) and W3 (wake-up latency)."""
+
+import time
+
+from django.core.management.color import no_style
+from django.db import connection
+from django.db.models import Max, Min
+
+from bench import jobs, raw
+from bench.run import DEFAULTS, FASTEST, FASTEST_SLEEPY, Workers, summarise
+from django_dbjobs import bulk_enqueue, enqueue, prepare
+from django_dbjobs.models import Job, JobStatus, WorkerProcess
+
+
+def fresh_tables() -> None:
+    sql = connection.ops.sql_flush(no_style(), [Job._meta.db_table, WorkerProcess._meta.db_table])
+    connection.ops.execute_sql_flush(sql)
+
+
+def repeat(runs: int, once) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        fresh_tables()
+        samples.append(once())
+    return samples
+
+
+def w1_single(count: int) -> float:
+    started = time.perf_counter()
+    for _ in range(count):
+        enqueue(jobs.noop)
+    return count / (time.perf_counter() - started)
+
+
+def w1_bulk(count: int) -> float:
+    started = time.perf_counter()
+    bulk_enqueue(prepare(jobs.noop) for _ in range(count))
+    return count / (time.perf_counter() - started)
+
+
+def drain(job, count: int, setup: dict, rss: list[float]) -> float:
+    """Drain `count` pre-enqueued jobs; jobs/s from the first claim to the last finish (database clock)."""
+    bulk_enqueue(prepare(job) for _ in range(count))
+    workers = Workers(setup["processes"], setup["args"], setup["env"])
+    rss.extend(workers.wait())
+    left = Job.objects.exclude(status=JobStatus.SUCCESSFUL).count()
+    if left:
+        raise SystemExit(f"{left} jobs were not drained")
+    span = Job.objects.aggregate(first=Min("started_at"), last=Max("finished_at"))
+    return count / max((span["last"] - span["first"]).total_seconds(), 1e-6)
+
+
+def raw_drain(count: int, claim_size: int, batched: bool) -> float:
+    bulk_enqueue(prepare(jobs.noop) for _ in range(count))
+    return raw.drain_loop(claim_size, batched)
+
+
+def wakeup(count: int, idle_rss: list[float]) -> list[float]:
+    """Milliseconds from each enqueue's commit to its job's start, one job at a time."""
+    workers = Workers(**DEFAULTS, burst=False)
+    deadline = time.monotonic() + 30
+    while not WorkerProcess.objects.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    idle_rss.extend(workers.rss_mib())
+    committed = {}
+    for _ in range(count):
+        job = enqueue(jobs.stamp)
+        committed[job.pk] = time.time()
+        time.sleep(0.05)
+    deadline = time.monotonic() + 60
+    while Job.objects.filter(status=JobStatus.SUCCESSFUL).count() < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers.stop()
+    workers.wait()
+    started = dict(Job.objects.values_list("pk", "return_value"))
+    return sorted((started[pk] - at) * 1000 for pk, at in committed.items() if started.get(pk))
+
+
+def run_all(runs: int, scale: float) -> dict:
+    n1, n2, n2s, n3 = (max(int(n * scale), 20) for n in (5000, 10000, 2000, 100))
+    results = {}
+    raw_insert = summarise(repeat(runs, lambda: raw.insert_loop(n1)))
+    results["W1 raw INSERT loop (limit)"] = raw_insert
+    results["W1 enqueue(), one per transaction"] = {
+        **summarise(repeat(runs, lambda: w1_single(n1))), "limit": raw_insert["median"]
+    }
+    results["W1 bulk_enqueue()"] = summarise(repeat(runs, lambda: w1_bulk(n1)))
+
+    raw10 = summarise(repeat(runs, lambda: raw_drain(n2, 10, False)))
+    raw100 = summarise(repeat(runs, lambda: raw_drain(n2, 100, True)))
+    results["W2 raw: claim 10 + 1 write/job (limit)"] = raw10
+    results["W2 raw: claim 100 + 1 write/100 (limit)"] = raw100
+    rss_default, rss_fast = [], []
+    results["W2 drain, defaults, --concurrency 2"] = {
+        **summarise(repeat(runs, lambda: drain(jobs.noop, n2, DEFAULTS, rss_default))),
+        "limit": raw10["median"],
+    }
+    results["W2 drain, fastest settings"] = {
+        **summarise(repeat(runs, lambda: drain(jobs.noop, n2, FASTEST, rss_fast))),
+        "limit": raw100["median"],
+    }
+    results["W2 peak RSS per worker, defaults"] = {**summarise(rss_default), "unit": "MiB"}
+    results["W2s 10 ms jobs, --concurrency 2"] = {
+        **summarise(repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, DEFAULTS, []))), "limit": 200.0
+    }
+    results["W2s 10 ms jobs, fastest settings"] = summarise(
+        repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, FASTEST_SLEEPY, []))
+    )
+    idle_rss = []
+    latencies = []
+    for _ in range(runs):
+        fresh_tables()
+        latencies.append(wakeup(n3, idle_rss))
+    p50 = [lat[len(lat) // 2] for lat in latencies]
+    p95 = [lat[int(len(lat) * 0.95)] for lat in latencies]
+    results["W3 wake-up p50"] = {**summarise(p50), "unit": "ms"}
+    results["W3 wake-up p95"] = {**summarise(p95), "unit": "ms"}
+    results["W3 wake-up max"] = {**summarise([lat[-1] for lat in latencies]), "unit": "ms"}
+    results["idle worker RSS"] = {**summarise(idle_rss), "unit": "MiB"}
+    return results

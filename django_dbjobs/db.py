@@ -6,9 +6,8 @@ asks these helpers (or Django's feature flags) instead of looking at the vendor.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-from collections.abc import Iterator
+import json
 
 from django.db import connections, models, transaction
 from django.db.models import Q
@@ -40,46 +39,6 @@ class ReadyJobsIndex(models.Index):
         return index.create_sql(model, schema_editor, using=using, **kwargs)
 
 
-class JsonAppend(models.Func):
-    """A JSON array column with one string appended, computed by the database.
-
-    Used in the claim's UPDATE to record each attempt's worker without reading the
-    row first. PostgreSQL: ``||``; MySQL/MariaDB: JSON_ARRAY_APPEND; SQLite: json_insert.
-    """
-
-    output_field = models.JSONField()
-
-    def __init__(self, field: str, value: str):
-        super().__init__(models.F(field), models.Value(value))
-
-    def as_postgresql(self, compiler, connection, **extra):
-        return self.as_sql(
-            compiler,
-            connection,
-            template="(%(expressions)s::text))",
-            arg_joiner=" || jsonb_build_array(",
-            **extra,
-        )
-
-    def as_mysql(self, compiler, connection, **extra):
-        return self.as_sql(
-            compiler,
-            connection,
-            template="JSON_ARRAY_APPEND(%(expressions)s)",
-            arg_joiner=", '$', ",
-            **extra,
-        )
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(
-            compiler,
-            connection,
-            template="json_insert(%(expressions)s)",
-            arg_joiner=", '$[#]', ",
-            **extra,
-        )
-
-
 def can_skip_locked(using: str = "default") -> bool:
     """True where row locks with SKIP LOCKED exist (PostgreSQL, MySQL 8, MariaDB 10.6+)."""
     return connections[using].features.has_select_for_update_skip_locked
@@ -101,40 +60,6 @@ def ensure_supported(using: str = "default") -> None:
         )
 
 
-def lock_for_claim(queryset: models.QuerySet) -> models.QuerySet:
-    """Lock the rows a claim selects, skipping rows other workers hold.
-
-    SQLite has no row locks; its claim transaction holds the database write lock
-    instead (see claim_transaction), so the queryset is returned as it is.
-    """
-    if can_skip_locked(queryset.db):
-        return queryset.select_for_update(skip_locked=True)
-    return queryset
-
-
-@contextlib.contextmanager
-def claim_transaction(using: str = "default") -> Iterator[None]:
-    """A short transaction for claiming jobs.
-
-    SQLite: a deferred transaction that reads and then writes can fail at once with
-    "database is locked" when another connection wrote in between, whatever the busy
-    timeout. Unless the connection already begins IMMEDIATE transactions, a no-op
-    UPDATE takes the write lock before the claim reads anything.
-    """
-    connection = connections[using]
-    with transaction.atomic(using=using):
-        if connection.vendor == "sqlite" and not sqlite_begins_immediate(using):
-            with connection.cursor() as cursor:
-                cursor.execute("UPDATE dbjobs_job SET id = id WHERE 0")
-        yield
-
-
-def sqlite_begins_immediate(using: str = "default") -> bool:
-    """True if this SQLite connection starts transactions with BEGIN IMMEDIATE."""
-    options = connections[using].settings_dict.get("OPTIONS", {})
-    return str(options.get("transaction_mode", "")).upper() in ("IMMEDIATE", "EXCLUSIVE")
-
-
 def seconds_from_now(seconds: float) -> models.Expression:
     """The database clock plus `seconds`, as an expression for an UPDATE."""
     return Now() + datetime.timedelta(seconds=seconds)
@@ -154,3 +79,98 @@ def sqlite_settings_problems(settings_dict: dict) -> list[str]:
     if "journal_mode=wal" not in str(options.get("init_command", "")).lower().replace(" ", ""):
         problems.append("init_command")
     return problems
+
+
+# Hot-path SQL. The claim and the batched completion are written out by hand: each
+# runs once per batch of jobs, and the ORM's query building cost more than the
+# database's work for them.
+
+NOW_SQL = {
+    "postgresql": "STATEMENT_TIMESTAMP()",
+    "mysql": "CURRENT_TIMESTAMP(6)",
+    "sqlite": "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')",
+}
+APPEND_SQL = {
+    "postgresql": "worker_ids || jsonb_build_array(%s::text)",
+    "mysql": "JSON_ARRAY_APPEND(worker_ids, '$', %s)",
+    "sqlite": "json_insert(worker_ids, '$[#]', %s)",
+}
+
+
+def claim_jobs(model, using: str, worker: str, limit: int, queues: list[str] | None) -> list:
+    """Lock up to `limit` due jobs in claim order, mark them RUNNING for `worker`, return them.
+
+    PostgreSQL and SQLite: one ``UPDATE ... WHERE id IN (SELECT ... [FOR UPDATE SKIP
+    LOCKED]) RETURNING``; on SQLite the statement itself holds the write lock.
+    MySQL/MariaDB have no UPDATE ... RETURNING: SELECT ... FOR UPDATE SKIP LOCKED,
+    then UPDATE, in one short transaction.
+    """
+    connection = connections[using]
+    vendor = connection.vendor
+    table = connection.ops.quote_name(model._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
+    now = NOW_SQL[vendor]
+    queue_sql = f" AND queue IN ({', '.join(['%s'] * len(queues))})" if queues else ""
+    pick = (
+        f"SELECT {{what}} FROM {table} WHERE status = 'READY' AND run_at <= {now}{queue_sql}"
+        f" ORDER BY priority DESC, run_at, id LIMIT %s"
+        + (" FOR UPDATE SKIP LOCKED" if can_skip_locked(using) else "")
+    )
+    mark = (
+        f"UPDATE {table} SET status = 'RUNNING', worker = %s, attempts = attempts + 1,"
+        f" started_at = COALESCE(started_at, {now}), last_attempted_at = {now},"
+        f" worker_ids = {APPEND_SQL[vendor]}"
+    )
+    pick_params = [*(queues or []), limit]
+    if vendor != "mysql":
+        sql = f"{mark} WHERE id IN ({pick.format(what='id')}) RETURNING {columns}"
+        jobs = list(model._base_manager.using(using).raw(sql, [worker, worker, *pick_params]))
+        jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
+        return jobs
+    with transaction.atomic(using=using):
+        jobs = list(model._base_manager.using(using).raw(pick.format(what=columns), pick_params))
+        if jobs:
+            with connection.cursor() as cursor:
+                marks = ", ".join(["%s"] * len(jobs))
+                cursor.execute(f"{mark} WHERE id IN ({marks})", [worker, worker, *(j.pk for j in jobs)])
+    for job in jobs:
+        job.status, job.worker, job.attempts = "RUNNING", worker, job.attempts + 1
+        job.worker_ids = [*job.worker_ids, worker]
+    return jobs
+
+
+def finish_successes(model, using: str, worker: str, done: list) -> set:
+    """Mark (job, return value) pairs SUCCESSFUL in one UPDATE, fenced on owner and attempt.
+
+    Return the ids this worker still owned, and so finished.
+    """
+    connection = connections[using]
+    vendor = connection.vendor
+    table = connection.ops.quote_name(model._meta.db_table)
+    params: list = []
+    value_sql = "NULL"
+    values = [(job.pk, value) for job, value in done if value is not None]
+    if values:
+        cast = "::jsonb" if vendor == "postgresql" else ""
+        value_sql = "CASE id " + " ".join([f"WHEN %s THEN %s{cast}"] * len(values)) + " ELSE NULL END"
+        for pk, value in values:
+            params += [pk, json.dumps(value)]
+    pairs = ", ".join(["(%s, %s)"] * len(done))
+    for job, _value in done:
+        params += [job.pk, job.attempts]
+    sql = (
+        f"UPDATE {table} SET status = 'SUCCESSFUL', finished_at = {NOW_SQL[vendor]},"
+        f" active_key = NULL, return_value = {value_sql}"
+        f" WHERE worker = %s AND status = 'RUNNING' AND (id, attempts) IN ({pairs})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params[: 2 * len(values)], worker, *params[2 * len(values) :]])
+        updated = cursor.rowcount
+    if updated == len(done):
+        return {job.pk for job, _value in done}
+    # Some were lost to a sweep: find which rows this UPDATE finished.
+    rows = model._base_manager.using(using).filter(
+        pk__in=[job.pk for job, _value in done], worker=worker, status="SUCCESSFUL"
+    )
+    finished = set(rows.values_list("pk", "attempts"))
+    return {job.pk for job, _value in done if (job.pk, job.attempts) in finished}

@@ -219,8 +219,7 @@ class Worker:
         return len(jobs)
 
     def _claim(self, limit: int) -> list[Job]:
-        with db.claim_transaction(self.using):
-            return Job.objects.using(self.using).for_queues(self.queues).claim(self.id, limit)
+        return Job.objects.using(self.using).claim(self.id, limit, self.queues)
 
     def _with_database(self, action, what: str, stop_on_exit: bool = False):
         """Run `action`, retrying with backoff while the database is down.

@@ -2,7 +2,7 @@ import datetime
 import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from django_dbjobs import db, enqueue
@@ -11,8 +11,8 @@ from tests import jobs
 
 
 def claim(worker="w1", limit=10, queues=None):
-    with db.claim_transaction():
-        return Job.objects.for_queues(queues).claim(worker, limit)
+    with transaction.atomic():
+        return Job.objects.claim(worker, limit, queues)
 
 
 @pytest.mark.django_db
@@ -67,7 +67,7 @@ def test_a_claim_in_progress_hides_its_rows_from_a_second_connection():
 
     def first_worker():
         try:
-            with db.claim_transaction():
+            with transaction.atomic():
                 seen["first"] = [j.pk for j in Job.objects.claim("first", 2)]
                 first_claimed.set()
                 release.wait(10)

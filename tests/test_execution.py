@@ -1,13 +1,14 @@
 import pytest
+from django.db import transaction
 
-from django_dbjobs import db, enqueue, execution
+from django_dbjobs import enqueue, execution
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.signals import job_failed, job_finished, job_started
 from tests import jobs
 
 
 def claim_one(worker="w1"):
-    with db.claim_transaction():
+    with transaction.atomic():
         (job,) = Job.objects.claim(worker, 1)
     return job
 

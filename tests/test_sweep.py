@@ -1,9 +1,10 @@
 import datetime
 
 import pytest
+from django.db import transaction
 from django.db.models.functions import Now
 
-from django_dbjobs import db, enqueue, execution
+from django_dbjobs import enqueue, execution
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from django_dbjobs.sweep import sweep
 from tests import jobs
@@ -19,7 +20,7 @@ def register(worker_id, seconds_ago=0.0):
 
 
 def claim(worker):
-    with db.claim_transaction():
+    with transaction.atomic():
         return Job.objects.claim(worker, 1)[0]
 
 

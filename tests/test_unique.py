@@ -6,7 +6,7 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from django_dbjobs import bulk_enqueue, db, enqueue, execution, prepare, wakeup
+from django_dbjobs import bulk_enqueue, enqueue, execution, prepare, wakeup
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus
 from tests import jobs
@@ -32,7 +32,7 @@ def test_same_key_on_different_jobs_does_not_clash():
 
 def test_a_running_job_keeps_its_key_and_is_left_alone():
     job = enqueue(jobs.add, 1, 2, unique_key="k")
-    with db.claim_transaction():
+    with transaction.atomic():
         Job.objects.claim("w", 1)
     again = enqueue(jobs.add, 1, 2, unique_key="k")
     assert again.pk == job.pk
@@ -42,7 +42,7 @@ def test_a_running_job_keeps_its_key_and_is_left_alone():
 
 def test_key_frees_up_when_the_job_finishes():
     job = enqueue(jobs.add, 1, 2, unique_key="k")
-    with db.claim_transaction():
+    with transaction.atomic():
         (claimed,) = Job.objects.claim("w", 1)
     execution.run(claimed, "w")
     assert Job.objects.get(pk=job.pk).active_key is None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
-from django.db.models import Case, F, Q, Value, When
-from django.db.models.functions import Coalesce, Now
+from django.db.models import F, Q
+from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from .. import db
@@ -52,30 +52,14 @@ class JobQuerySet(models.QuerySet):
         """Running jobs this worker holds: the fence of every finishing write."""
         return self.running().filter(worker=worker)
 
-    def claim(self, worker: str, limit: int = 1) -> list[Job]:
-        """Lock up to `limit` due jobs for `worker`, mark them running and return them.
+    def claim(self, worker: str, limit: int = 1, queues: list[str] | None = None) -> list[Job]:
+        """Lock up to `limit` due jobs (of `queues`, or any) for `worker`, mark them running.
 
-        Must run inside db.claim_transaction(); the locks end when it commits.
         Attempts are counted here, at pickup, so a job that kills its worker every
-        time still runs out of attempts.
+        time still runs out of attempts. Each attempt's worker is appended to
+        worker_ids. One short transaction (or one statement); see db.claim_jobs().
         """
-        jobs = list(db.lock_for_claim(self.due().order_by(*CLAIM_ORDER))[:limit])
-        if not jobs:
-            return []
-        self.model._base_manager.using(self.db).filter(pk__in=[j.pk for j in jobs]).update(
-            status=JobStatus.RUNNING,
-            worker=worker,
-            attempts=F("attempts") + 1,
-            started_at=Coalesce("started_at", Now()),
-            last_attempted_at=Now(),
-            worker_ids=db.JsonAppend("worker_ids", worker),
-        )
-        for job in jobs:
-            job.status = JobStatus.RUNNING
-            job.worker = worker
-            job.attempts += 1
-            job.worker_ids = [*job.worker_ids, worker]
-        return jobs
+        return db.claim_jobs(self.model, self.db, worker, limit, queues)
 
     def finish_successes(self, worker: str, done: list[tuple[Job, Any]]) -> list[Job]:
         """Mark many jobs this worker ran SUCCESSFUL in one UPDATE; return those it still owned.
@@ -84,33 +68,10 @@ class JobQuerySet(models.QuerySet):
         """
         if not done:
             return []
-        fence = Q()
-        for job, _value in done:
-            fence |= Q(pk=job.pk, attempts=job.attempts)
-        changes = {"status": JobStatus.SUCCESSFUL, "finished_at": Now(), "active_key": None}
-        values = [(job, value) for job, value in done if value is not None]
-        if values:
-            changes["return_value"] = Case(
-                *(
-                    When(pk=job.pk, then=Value(value, output_field=models.JSONField()))
-                    for job, value in values
-                ),
-                default=None,
-                output_field=models.JSONField(),
-            )
-        updated = self.owned_by(worker).filter(fence).update(**changes)
-        if updated == len(done):
-            won = [job for job, _value in done]
-        else:  # some were lost to a sweep: find which rows this UPDATE finished
-            finished = set(
-                self.model._base_manager.using(self.db)
-                .filter(pk__in=[job.pk for job, _value in done], worker=worker, status=JobStatus.SUCCESSFUL)
-                .values_list("pk", "attempts")
-            )
-            won = [job for job, _value in done if (job.pk, job.attempts) in finished]
+        won = db.finish_successes(self.model, self.db, worker, done)
         for job, value in done:
             job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
-        return won
+        return [job for job, _value in done if job.pk in won]
 
 
 class Job(models.Model):

@@ -70,6 +70,25 @@ def rejects_nul(using: str = "default") -> bool:
     return connections[using].vendor == "postgresql"
 
 
+def supports_listen(using: str = "default") -> bool:
+    """True where workers can LISTEN for NOTIFY (PostgreSQL through psycopg 3.2+)."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return False
+    try:
+        import psycopg
+    except ImportError:  # psycopg2: polling only
+        return False
+    return hasattr(psycopg.Connection, "notifies")
+
+
+def data_version(using: str = "default") -> int:
+    """SQLite: a counter that changes when another connection commits (nearly free)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("PRAGMA data_version")
+        return cursor.fetchone()[0]
+
+
 def sqlite_settings_problems(settings_dict: dict) -> list[str]:
     """Return which of SQLITE_RECOMMENDED_OPTIONS an SQLite database is missing."""
     options = settings_dict.get("OPTIONS", {})

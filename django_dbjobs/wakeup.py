@@ -1,12 +1,27 @@
 """Wake idle workers when jobs are committed.
 
 In one process, enqueue() calls notify() on commit, which sets the event of every
-worker running in this process. Workers also poll, so a lost wake-up costs at most
-one poll interval; it is never needed for correctness.
+worker of this process. Across processes each database has its cheapest signal:
+PostgreSQL sends NOTIFY from a trigger (delivered on commit only) to a LISTEN
+connection per worker; SQLite bumps ``PRAGMA data_version`` when another connection
+commits; MySQL/MariaDB get a cheap indexed probe at a short, adaptive interval.
+Workers also poll, so a lost wake-up costs at most one poll interval; none of this
+is needed for correctness.
 """
 
-import threading
+from __future__ import annotations
 
+import logging
+import threading
+import time
+
+from django.db import DatabaseError, InterfaceError, connections
+
+from . import db
+
+logger = logging.getLogger("django_dbjobs")
+
+CHANNEL = "dbjobs"
 _subscribers: set[threading.Event] = set()
 _generation = 0
 _lock = threading.Lock()
@@ -35,3 +50,103 @@ def subscribe(event: threading.Event) -> None:
 def unsubscribe(event: threading.Event) -> None:
     with _lock:
         _subscribers.discard(event)
+
+
+class Listener(threading.Thread):
+    """PostgreSQL: LISTEN on a connection of its own; set `event` on every NOTIFY.
+
+    Reconnects after the server restarts or the connection drops, and wakes the
+    worker once then, since notifications sent meanwhile are lost.
+    """
+
+    def __init__(self, using: str, event: threading.Event):
+        super().__init__(name="dbjobs-listener", daemon=True)
+        self.using = using
+        self.event = event
+        self.listening = threading.Event()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        pause = 0.5
+        connection = connections[self.using]
+        try:
+            while not self._stop_event.is_set():
+                try:
+                    connection.ensure_connection()
+                    with connection.cursor() as cursor:
+                        cursor.execute(f"LISTEN {CHANNEL}")
+                    self.listening.set()
+                    self.event.set()
+                    pause = 0.5
+                    while not self._stop_event.is_set():
+                        for _ in connection.connection.notifies(timeout=0.25):
+                            self.event.set()
+                except Exception as exc:  # noqa: BLE001 - any failure: reconnect
+                    self.listening.clear()
+                    if self._stop_event.is_set():
+                        break
+                    logger.warning("LISTEN connection lost, reconnecting in %.1fs: %s", pause, exc)
+                    connection.close()
+                    self._stop_event.wait(pause)
+                    pause = min(pause * 2, 30.0)
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+class IdleWaiter:
+    """How an idle worker waits for new jobs from other processes, per database."""
+
+    #: Seconds between change checks while idle: (first, longest).
+    STEPS = {"sqlite": (0.01, 0.01), "mysql": (0.01, 0.05)}
+
+    def __init__(self, using: str, event: threading.Event, queues: list[str] | None):
+        self.using = using
+        self.event = event
+        self.queues = queues
+        self.vendor = connections[using].vendor
+        self.listener: Listener | None = None
+        self._data_version: int | None = None
+
+    def start(self) -> None:
+        if db.supports_listen(self.using):
+            self.listener = Listener(self.using, self.event)
+            self.listener.start()
+
+    def stop(self) -> None:
+        if self.listener is not None:
+            self.listener.stop()
+            self.listener.join(3)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds; return True if there may be new work."""
+        steps = self.STEPS.get(self.vendor)
+        if steps is None or self.listener is not None:
+            woken = self.event.wait(timeout)
+            self.event.clear()
+            return woken
+        step, longest = steps
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            if self.event.wait(min(step, remaining)):
+                self.event.clear()
+                return True
+            if self._changed():
+                return True
+            step = min(step * 1.5, longest)
+        return False
+
+    def _changed(self) -> bool:
+        try:
+            if self.vendor == "sqlite":
+                version = db.data_version(self.using)
+                changed = self._data_version is not None and version != self._data_version
+                self._data_version = version
+                return changed
+            from .models import Job
+
+            return Job.objects.using(self.using).due().for_queues(self.queues).exists()
+        except (DatabaseError, InterfaceError):
+            return True  # let the claim meet the error and back off

@@ -85,6 +85,8 @@ class Worker:
         registry.autodiscover()
         self._install_signal_handlers()
         wakeup.subscribe(self._wake)
+        self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues)
+        self._waiter.start()
         try:
             self._with_database(self._register, "registering the worker")
             self._heartbeat = Heartbeat(
@@ -106,6 +108,7 @@ class Worker:
             self._loop()
         finally:
             self._shutdown()
+            self._waiter.stop()
             wakeup.unsubscribe(self._wake)
 
     def stop(self) -> None:
@@ -160,8 +163,7 @@ class Worker:
                 self._flush_acks(force=True)
                 logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimed)
                 return
-            self._wake.wait(self._wait_time())
-            self._wake.clear()
+            self._waiter.wait(self._wait_time())
 
     def _wait_time(self) -> float:
         with self._lock:

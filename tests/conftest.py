@@ -93,3 +93,48 @@ def wait_for(predicate, timeout: float = 20, interval: float = 0.05):
             return True
         time.sleep(interval)
     return False
+
+
+def restart_database():
+    """Restart the server this test database lives on, with the machine's own commands."""
+    import shutil
+    import subprocess
+
+    from django.db import connections
+
+    connections.close_all()
+    if connection.vendor == "postgresql":
+        if not shutil.which("pg_ctlcluster"):
+            pytest.skip("pg_ctlcluster is not available to restart PostgreSQL")
+        version = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()[0]
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart", "-m", "fast"],
+            check=True,
+            timeout=60,
+        )
+    else:
+        if not shutil.which("mariadb-admin") or not shutil.which("start-stop-daemon"):
+            pytest.skip("mariadb-admin/start-stop-daemon are not available to restart MariaDB")
+        subprocess.run(["mariadb-admin", "-h127.0.0.1", "-uroot", "shutdown"], check=True, timeout=60)
+        # start-stop-daemon --oknodo does nothing while the old process is still exiting.
+        assert wait_for(
+            lambda: subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode != 0, 60
+        ), "MariaDB did not stop"
+        subprocess.run(
+            ["start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"],
+            check=True,
+            timeout=60,
+        )
+    assert wait_for(server_answers, 60), "the database did not come back"
+
+
+def server_answers():
+    from django.db import connections
+
+    try:
+        connections.close_all()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True
+    except Exception:
+        return False

@@ -11,7 +11,7 @@ import signal
 import time
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from django_dbjobs import bulk_enqueue, enqueue, prepare
@@ -109,8 +109,9 @@ def test_skewed_host_clock_neither_steals_live_jobs_nor_runs_future_jobs_early(r
     live = enqueue(jobs.sleep_then_record, 4, "live")
     honest = run_jobs()
     owner = running_under(live)
-    future = Job.objects.create(name="tests.jobs.add", args=[1, 1])
-    Job.objects.filter(pk=future.pk).update(run_at=Now() + datetime.timedelta(minutes=10))
+    with transaction.atomic():  # due in 10 minutes by the database clock, from the start
+        future = Job.objects.create(name="tests.jobs.add", args=[1, 1])
+        Job.objects.filter(pk=future.pk).update(run_at=Now() + datetime.timedelta(minutes=10))
     ahead = run_jobs("--burst", env={"DBJOBS_TEST_CLOCK_SKEW": "3600"})
     assert ahead.wait() == 0, ahead.output()
     behind = run_jobs("--burst", env={"DBJOBS_TEST_CLOCK_SKEW": "-3600"})

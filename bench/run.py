@@ -28,7 +28,9 @@ DEFAULTS = {"processes": 1, "args": ["--concurrency", "2"], "env": {}}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database", required=True, help="Database URL (django-environ syntax).")
     parser.add_argument("--runs", type=int, default=3, help="Runs per figure (median, min-max).")
     parser.add_argument("--smoke", action="store_true", help="Tiny sizes, one run: checks it works.")
@@ -52,11 +54,18 @@ def main() -> None:
         connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     print_table(connection.vendor, results)
     if options.json:
-        Path(options.json).write_text(json.dumps({"database": connection.vendor, "results": results}, indent=2))
+        Path(options.json).write_text(
+            json.dumps({"database": connection.vendor, "results": results}, indent=2)
+        )
 
 
 def summarise(samples: list[float]) -> dict:
-    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "samples": samples}
+    return {
+        "median": statistics.median(samples),
+        "min": min(samples),
+        "max": max(samples),
+        "samples": samples,
+    }
 
 
 def print_table(vendor: str, results: dict) -> None:

@@ -83,7 +83,8 @@ def run_all(runs: int, scale: float) -> dict:
     raw_insert = summarise(repeat(runs, lambda: raw.insert_loop(n1)))
     results["W1 raw INSERT loop (limit)"] = raw_insert
     results["W1 enqueue(), one per transaction"] = {
-        **summarise(repeat(runs, lambda: w1_single(n1))), "limit": raw_insert["median"]
+        **summarise(repeat(runs, lambda: w1_single(n1))),
+        "limit": raw_insert["median"],
     }
     results["W1 bulk_enqueue()"] = summarise(repeat(runs, lambda: w1_bulk(n1)))
 
@@ -102,7 +103,8 @@ def run_all(runs: int, scale: float) -> dict:
     }
     results["W2 peak RSS per worker, defaults"] = {**summarise(rss_default), "unit": "MiB"}
     results["W2s 10 ms jobs, --concurrency 2"] = {
-        **summarise(repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, DEFAULTS, []))), "limit": 200.0
+        **summarise(repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, DEFAULTS, []))),
+        "limit": 200.0,
     }
     results["W2s 10 ms jobs, fastest settings"] = summarise(
         repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, FASTEST_SLEEPY, []))

@@ -19,8 +19,9 @@ DEFAULTS = {
     "MAX_PAYLOAD_BYTES": 1_048_576,
     # Seconds an idle worker waits between checks for due jobs.
     "POLL_INTERVAL": 1.0,
-    # Jobs a worker claims beyond its free threads, so one claim feeds many jobs.
-    "PREFETCH": 8,
+    # Most jobs a worker claims beyond its free threads. The prefetch adapts: about as
+    # many jobs as finished in the last 0.1 s, so slow jobs are never hoarded.
+    "PREFETCH": 100,
     # Successes stored in one UPDATE: at most this many, at most this many seconds late.
     "ACK_BATCH_SIZE": 100,
     "ACK_DELAY": 0.05,

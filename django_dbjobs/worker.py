@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import queue as queue_module
@@ -21,6 +22,8 @@ from .sweep import sweep
 
 logger = logging.getLogger("django_dbjobs")
 
+#: Seconds of recent completions the adaptive prefetch looks at.
+PREFETCH_WINDOW = 0.1
 #: Longest pause between tries while the database is unreachable.
 MAX_OUTAGE_PAUSE = 30.0
 
@@ -65,6 +68,8 @@ class Worker:
         # Successes not yet stored: written in one UPDATE per batch (see _flush_acks).
         self._acks: list[tuple[Job, object]] = []
         self._acks_since = 0.0
+        # When recent jobs finished, to size the prefetch (see _prefetch_now).
+        self._finished_at: collections.deque[float] = collections.deque(maxlen=1000)
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
@@ -204,7 +209,7 @@ class Worker:
         if self._tasks.qsize() >= self.concurrency:
             return 0
         with self._lock:
-            free = self.concurrency + self.prefetch - len(self._running)
+            free = self.concurrency + self._prefetch_now() - len(self._running)
         if self.max_jobs is not None:
             free = min(free, self.max_jobs - self.claimed)
         if free <= 0:
@@ -219,6 +224,20 @@ class Worker:
             self._tasks.put(job)
         self.claimed += len(jobs)
         return len(jobs)
+
+    def _prefetch_now(self) -> int:
+        """Prefetch about as many jobs as finished in the last PREFETCH_WINDOW, up to the setting.
+
+        Fast jobs get large claims (one round trip feeds many); slow jobs get small
+        ones, so a worker never hoards jobs that idle workers could be running.
+        """
+        horizon = time.monotonic() - PREFETCH_WINDOW
+        recent = 0
+        for finished in reversed(self._finished_at):
+            if finished < horizon or recent >= self.prefetch:
+                break
+            recent += 1
+        return recent
 
     def _claim(self, limit: int) -> list[Job]:
         return Job.objects.using(self.using).claim(self.id, limit, self.queues)
@@ -262,6 +281,7 @@ class Worker:
                 finally:
                     with self._lock:
                         self._running.pop(job.pk, None)
+                        self._finished_at.append(time.monotonic())
                     self._wake.set()
         finally:
             connections.close_all()
@@ -311,7 +331,24 @@ class Worker:
 
     # Shutdown
 
+    def _release(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            released = self._with_database(lambda j=job: j.release(self.id), "releasing a job")
+            with self._lock:
+                self._running.pop(job.pk, None)
+            logger.warning("Job released unfinished id=%s name=%s released=%s", job.pk, job.name, released)
+
     def _shutdown(self) -> None:
+        # Prefetched jobs that no thread has started go back at once, for other workers.
+        unstarted = []
+        while True:
+            try:
+                job = self._tasks.get_nowait()
+            except queue_module.Empty:
+                break
+            if job is not None:
+                unstarted.append(job)
+        self._release(unstarted)
         deadline = time.monotonic() + self.shutdown_grace
         while not self._forced and time.monotonic() < deadline:
             with self._lock:

@@ -59,3 +59,8 @@ if os.environ.get("DBJOBS_TEST_CLOCK_SKEW"):
     _real_time, _real_now = time.time, django.utils.timezone.now
     time.time = lambda: _real_time() + _skew
     django.utils.timezone.now = lambda: _real_now() + __import__("datetime").timedelta(seconds=_skew)
+
+# DBJOBS_TEST_ACK_DELAY=<seconds> holds successes back longer, for the kill -9 test.
+if os.environ.get("DBJOBS_TEST_ACK_DELAY"):
+    DBJOBS_ACK_DELAY = float(os.environ["DBJOBS_TEST_ACK_DELAY"])
+    DBJOBS_ACK_BATCH_SIZE = 100_000

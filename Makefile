@@ -1,4 +1,4 @@
-.PHONY: demo test lint docs
+.PHONY: demo test lint docs bench-smoke
 
 # Run the example project's demo jobs on SQLite (no server needed).
 demo:
@@ -14,3 +14,9 @@ lint:
 
 docs:
 	.venv/bin/python -m sphinx -W -b html docs docs/_build/html
+
+# A tiny run of the benchmark on each database (CI keeps it working); see bench/README.md.
+bench-smoke:
+	.venv/bin/python bench/run.py --smoke --database sqlite:///$(CURDIR)/.bench-smoke.sqlite3
+	.venv/bin/python bench/run.py --smoke --database postgres://root@127.0.0.1:5432/dbjobs_bench
+	.venv/bin/python bench/run.py --smoke --database mysql://root@127.0.0.1:3306/dbjobs_bench

@@ -13,7 +13,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, router, transaction
+from django.db import DatabaseError, connections, router, transaction
+from django.db.models.expressions import DatabaseDefault
+from django.db.models.signals import post_save, pre_save
+from django.db.models.sql import InsertQuery
 
 from . import db, registry, validation, wakeup
 from .conf import settings
@@ -87,9 +90,53 @@ def enqueue(job: JobTarget, *args: Any, using: str | None = None, **options: Any
         if not created:
             return instance
     else:
-        instance.save(using=using, force_insert=True)
+        _insert(instance, using)
     _enqueued([instance], using)
     return instance
+
+
+_insert_sql: dict[tuple, tuple[str, list]] = {}
+
+
+def _insert(instance: Job, using: str) -> None:
+    """INSERT one prepared job with SQL compiled once per database and field set.
+
+    Model.save() compiles the INSERT anew each time, which costs more than the
+    database's own work for it. The result is the same row, with the database
+    defaults (run_at, enqueued_at) read back. Falls back to save() where the
+    database cannot return them, or when someone listens to Job's save signals.
+    """
+    connection = connections[using]
+    if not connection.features.can_return_columns_from_insert or (
+        pre_save.has_listeners(Job) or post_save.has_listeners(Job)
+    ):
+        instance.save(using=using, force_insert=True)
+        return
+    fields, defaulted = [], []
+    for field in Job._meta.concrete_fields:
+        value = getattr(instance, field.attname)
+        (defaulted if isinstance(value, DatabaseDefault) else fields).append(field)
+    key = (using, tuple(f.attname for f in fields))
+    sql = _insert_sql.get(key)
+    if sql is None:
+        query = InsertQuery(Job)
+        query.insert_values(fields, [instance])
+        compiler = query.get_compiler(using=using)
+        compiler.returning_fields = defaulted
+        ((sql, _params),) = compiler.as_sql()
+        _insert_sql[key] = sql
+    params = [f.get_db_prep_save(getattr(instance, f.attname), connection) for f in fields]
+    with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone() if defaulted else ()
+    for field, value in zip(defaulted, row, strict=True):
+        for converter in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
+            connection
+        ):
+            value = converter(value, field.cached_col, connection)
+        setattr(instance, field.attname, value)
+    instance._state.adding = False
+    instance._state.db = using
 
 
 def _insert_unique(instance: Job, using: str) -> tuple[Job, bool]:

@@ -42,6 +42,11 @@ class WorkerProcess:
         )
 
     def signal(self, signum: int = signal.SIGTERM) -> None:
+        # Until the worker has registered, its signal handlers may not be installed
+        # yet and SIGTERM would kill it outright.
+        from django_dbjobs.models import WorkerProcess as Row
+
+        wait_for(lambda: self.process.poll() is not None or Row.objects.filter(pid=self.process.pid).exists())
         self.process.send_signal(signum)
 
     def wait(self, timeout: float = 60) -> int:

@@ -92,6 +92,13 @@ def test_registered_options_are_defaults_and_enqueue_overrides_them():
 def test_returned_job_carries_id_and_database_times():
     job = enqueue(jobs.add, 1, 2)
     assert len(job.pk) == 36 and job.pk[14] == "7"
+    if connection.features.can_return_columns_from_insert:  # read back by the INSERT itself
+        assert timezone.is_aware(job.run_at) and job.run_at == job.enqueued_at
+        assert not job._state.adding
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.run_at, stored.enqueued_at) == (job.run_at, job.enqueued_at) or not (
+        connection.features.can_return_columns_from_insert
+    )
     job.refresh_from_db()
     assert job.run_at is not None and job.enqueued_at is not None
     assert abs((job.enqueued_at - timezone.now()).total_seconds()) < 60
@@ -232,3 +239,20 @@ def test_enqueue_raises_when_the_row_cannot_be_stored():
         enqueue(jobs.add, 1, 2)
     connections.close_all()
     assert Job.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_save_signals_of_job_still_fire_for_those_who_listen():
+    from django.db.models.signals import post_save
+
+    saved = []
+
+    def receiver(sender, instance, created, **kwargs):
+        saved.append((instance.pk, created))
+
+    post_save.connect(receiver, sender=Job)
+    try:
+        job = enqueue(jobs.add, 1, 2)
+    finally:
+        post_save.disconnect(receiver, sender=Job)
+    assert saved == [(job.pk, True)]

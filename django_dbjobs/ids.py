@@ -1,17 +1,37 @@
 """Job ids: UUIDv7 strings, ordered by creation time and unguessable."""
 
 import os
+import threading
 import time
 import uuid
 
+_lock = threading.Lock()
+_last_millis = 0
+_sequence = 0
+
 
 def new_id() -> str:
-    """Return a new UUIDv7 (RFC 9562) as a 36-character string."""
-    millis = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")  # 80 random bits; 74 are used
+    """Return a new UUIDv7 (RFC 9562) as a 36-character string.
+
+    Within one process ids are strictly increasing: ids made in the same millisecond
+    carry a counter in the 12 ``rand_a`` bits (RFC 9562, method 1), so "oldest first"
+    holds for jobs enqueued in the same millisecond too. The 62 ``rand_b`` bits stay
+    random.
+    """
+    global _last_millis, _sequence
+    with _lock:
+        millis = time.time_ns() // 1_000_000
+        if millis > _last_millis:
+            _last_millis, _sequence = millis, int.from_bytes(os.urandom(2), "big") & 0x1FF
+        else:  # same millisecond (or the clock stepped back): count on
+            _sequence += 1
+            if _sequence > 0xFFF:
+                _last_millis, _sequence = _last_millis + 1, 0
+            millis = _last_millis
+        sequence = _sequence
     value = (millis & ((1 << 48) - 1)) << 80
     value |= 0x7 << 76  # version
-    value |= ((rand >> 62) & 0xFFF) << 64  # rand_a, 12 bits
+    value |= sequence << 64  # rand_a: the counter
     value |= 0b10 << 62  # variant
-    value |= rand & ((1 << 62) - 1)  # rand_b, 62 bits
+    value |= int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)  # rand_b
     return str(uuid.UUID(int=value))

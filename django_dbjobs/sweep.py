@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from dataclasses import dataclass
 
+from django.db import DatabaseError, InterfaceError
 from django.db.models.functions import Now
 
+from .conf import settings
+from .execution import close_broken_connections
 from .models import Job, JobStatus, WorkerProcess
 from .signals import job_failed
 
@@ -25,6 +29,43 @@ class SweepResult:
     requeued: int = 0
     failed: int = 0
     workers_removed: int = 0
+
+
+class Sweeper:
+    """Sweep every DBJOBS_SWEEP_INTERVAL (and at once at start), for one worker.
+
+    After a database error it waits until the database has worked for a heartbeat
+    timeout, so that live workers have beaten again before they are judged.
+    """
+
+    def __init__(self, worker_id: str, using: str):
+        self.worker_id = worker_id
+        self.using = using
+        self._next = 0.0
+        self._healthy_since = float("-inf")
+
+    def database_error(self) -> None:
+        self._healthy_since = time.monotonic()
+
+    def sweep_if_due(self) -> None:
+        now = time.monotonic()
+        if now < self._next or now - self._healthy_since < settings.HEARTBEAT_TIMEOUT:
+            return
+        self._next = now + settings.SWEEP_INTERVAL
+        try:
+            result = sweep(self.worker_id, settings.HEARTBEAT_TIMEOUT, self.using)
+        except (DatabaseError, InterfaceError) as exc:
+            logger.warning("Database error while sweeping for lost jobs: %s", exc)
+            self.database_error()
+            close_broken_connections()
+            return
+        if result.requeued or result.failed or result.workers_removed:
+            logger.warning(
+                "Sweep recovered lost work requeued=%s failed=%s workers_removed=%s",
+                result.requeued,
+                result.failed,
+                result.workers_removed,
+            )
 
 
 def stale_before(timeout: float):

@@ -15,10 +15,11 @@ import time
 from django.db import DatabaseError, InterfaceError, connections
 
 from . import db, execution, registry, wakeup
+from .acks import SuccessBatch
 from .conf import settings
 from .heartbeat import Heartbeat
 from .models import Job, WorkerProcess
-from .sweep import sweep
+from .sweep import Sweeper
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -65,22 +66,18 @@ class Worker:
         self.claimed = 0
         # Claimed and not finished: waiting for a thread (prefetched) or running.
         self._running: dict[str, Job] = {}
-        # Successes not yet stored: written in one UPDATE per batch (see _flush_acks).
-        self._acks: list[tuple[Job, object]] = []
-        self._acks_since = 0.0
         # When recent jobs finished, to size the prefetch (see _prefetch_now).
         self._finished_at: collections.deque[float] = collections.deque(maxlen=1000)
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        # Successes not yet stored: written in one UPDATE per batch.
+        self._acks = SuccessBatch(self.id, using, self._wake)
         self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
         self._stopping = False
         self._forced = False
         self._threads: list[threading.Thread] = []
         self._heartbeat: Heartbeat | None = None
-        self._next_sweep = 0.0
-        # Sweeps wait until the database has worked for a heartbeat timeout since the
-        # last error, so that live workers have beaten again before being judged.
-        self._healthy_since = float("-inf")
+        self._sweeper = Sweeper(self.id, using)
 
     # Lifecycle
 
@@ -149,14 +146,14 @@ class Worker:
         )
 
     def _database_error(self) -> None:
-        self._healthy_since = time.monotonic()
+        self._sweeper.database_error()
 
     # The claim loop
 
     def _loop(self) -> None:
         while not self._stopping:
-            self._sweep_when_due()
-            self._flush_acks()
+            self._sweeper.sweep_if_due()
+            self._acks.flush()
             claimed = self._claim_free_slots()
             if claimed is None:
                 continue  # database error: already paused
@@ -165,37 +162,14 @@ class Worker:
             with self._lock:
                 idle = not self._running
             if idle and (self.burst or self._quota_reached()):
-                self._flush_acks(force=True)
+                self._acks.flush(force=True)
                 logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimed)
                 return
             self._waiter.wait(self._wait_time())
 
     def _wait_time(self) -> float:
-        with self._lock:
-            if not self._acks:
-                return self.poll_interval
-            due = self._acks_since + settings.ACK_DELAY - time.monotonic()
-        return max(0.0, min(self.poll_interval, due))
-
-    def _sweep_when_due(self) -> None:
-        now = time.monotonic()
-        if now < self._next_sweep or now - self._healthy_since < settings.HEARTBEAT_TIMEOUT:
-            return
-        self._next_sweep = now + settings.SWEEP_INTERVAL
-        try:
-            result = sweep(self.id, settings.HEARTBEAT_TIMEOUT, self.using)
-        except (DatabaseError, InterfaceError) as exc:
-            logger.warning("Database error while sweeping for lost jobs: %s", exc)
-            self._database_error()
-            execution.close_broken_connections()
-            return
-        if result.requeued or result.failed or result.workers_removed:
-            logger.warning(
-                "Sweep recovered lost work requeued=%s failed=%s workers_removed=%s",
-                result.requeued,
-                result.failed,
-                result.workers_removed,
-            )
+        due = self._acks.due_in()
+        return self.poll_interval if due is None else min(self.poll_interval, due)
 
     def _quota_reached(self) -> bool:
         return self.max_jobs is not None and self.claimed >= self.max_jobs
@@ -275,7 +249,7 @@ class Worker:
         try:
             while (job := self._tasks.get()) is not None:
                 try:
-                    execution.run(job, self.id, on_success=self._on_success)
+                    execution.run(job, self.id, on_success=self._acks.add)
                 except BaseException:  # noqa: B036 - a job thread must never die
                     logger.exception("Unexpected error running job id=%s", job.pk)
                 finally:
@@ -285,49 +259,6 @@ class Worker:
                     self._wake.set()
         finally:
             connections.close_all()
-
-    # Batched acknowledgements
-
-    def _on_success(self, job: Job, value: object) -> None:
-        """Queue a success for the next batch write (called on the job's thread)."""
-        with self._lock:
-            if not self._acks:
-                self._acks_since = time.monotonic()
-            self._acks.append((job, value))
-            full = len(self._acks) >= settings.ACK_BATCH_SIZE
-        if full:
-            self._wake.set()
-
-    def _flush_acks(self, force: bool = False) -> None:
-        """Store queued successes in one fenced UPDATE when the batch is full or due.
-
-        A success waits at most DBJOBS_ACK_DELAY here; if the worker dies first, the
-        job is recovered by the sweep and runs again (at least once, never lost).
-        """
-        with self._lock:
-            if not self._acks:
-                return
-            due = time.monotonic() - self._acks_since >= settings.ACK_DELAY
-            if not (force or due or len(self._acks) >= settings.ACK_BATCH_SIZE):
-                return
-            batch, self._acks = self._acks, []
-        won: list[Job] = []
-
-        def write() -> bool:
-            won[:] = Job.objects.using(self.using).finish_successes(self.id, batch)
-            return True
-
-        execution.retry_database_errors(write, "storing finished jobs")
-        stored = {job.pk for job in won}
-        for job, _value in batch:
-            if job.pk in stored:
-                execution.finished(job, "SUCCESSFUL")
-            else:
-                logger.warning(
-                    "Job outcome dropped: this worker no longer owns it id=%s name=%s status=SUCCESSFUL",
-                    job.pk,
-                    job.name,
-                )
 
     # Shutdown
 
@@ -356,7 +287,7 @@ class Worker:
                     break
             self._wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
             self._wake.clear()
-        self._flush_acks(force=True)
+        self._acks.flush(force=True)
         with self._lock:
             unfinished = list(self._running.values())
         for job in unfinished:

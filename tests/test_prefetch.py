@@ -51,8 +51,8 @@ def test_batched_successes_are_stored_together_and_fenced():
     claimed = list(worker._running.values())
     Job.objects.filter(pk=claimed[0].pk).update(worker="someone-else")  # lost to a sweep
     for job in claimed:
-        worker._on_success(job, job.args[0] + 1)
-    worker._flush_acks(force=True)
+        worker._acks.add(job, job.args[0] + 1)
+    worker._acks.flush(force=True)
     rows = {j.pk: j for j in Job.objects.all()}
     assert rows[claimed[0].pk].status == JobStatus.RUNNING, "a lost job's outcome is dropped"
     for job in claimed[1:]:

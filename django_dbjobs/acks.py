@@ -1,0 +1,74 @@
+"""SuccessBatch: successes stored together, one fenced UPDATE per batch."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from . import execution
+from .conf import settings
+from .models import Job, JobStatus
+
+logger = logging.getLogger("django_dbjobs")
+
+
+class SuccessBatch:
+    """Successes a worker's threads reported, waiting to be stored together.
+
+    A success waits at most DBJOBS_ACK_DELAY here; if the worker dies first, the sweep
+    recovers the job and it runs again: at least once, never lost.
+    """
+
+    def __init__(self, worker_id: str, using: str, wake: threading.Event):
+        self.worker_id = worker_id
+        self.using = using
+        self.wake = wake
+        self._items: list[tuple[Job, Any]] = []
+        self._since = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, job: Job, value: Any) -> None:
+        """Queue a success (called on the job's thread); wake the worker when the batch is full."""
+        with self._lock:
+            if not self._items:
+                self._since = time.monotonic()
+            self._items.append((job, value))
+            full = len(self._items) >= settings.ACK_BATCH_SIZE
+        if full:
+            self.wake.set()
+
+    def due_in(self) -> float | None:
+        """Seconds until the batch must be stored, or None when it is empty."""
+        with self._lock:
+            if not self._items:
+                return None
+            return max(0.0, self._since + settings.ACK_DELAY - time.monotonic())
+
+    def flush(self, force: bool = False) -> None:
+        """Store the batch if it is full, due, or `force`d; report each outcome."""
+        with self._lock:
+            if not self._items:
+                return
+            due = time.monotonic() - self._since >= settings.ACK_DELAY
+            if not (force or due or len(self._items) >= settings.ACK_BATCH_SIZE):
+                return
+            batch, self._items = self._items, []
+        won: list[Job] = []
+
+        def write() -> bool:
+            won[:] = Job.objects.using(self.using).finish_successes(self.worker_id, batch)
+            return True
+
+        execution.retry_database_errors(write, "storing finished jobs")
+        stored = {job.pk for job in won}
+        for job, _value in batch:
+            if job.pk in stored:
+                execution.finished(job, JobStatus.SUCCESSFUL)
+            else:
+                logger.warning(
+                    "Job outcome dropped: this worker no longer owns it id=%s name=%s status=SUCCESSFUL",
+                    job.pk,
+                    job.name,
+                )

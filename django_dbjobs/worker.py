@@ -25,7 +25,8 @@ logger = logging.getLogger("django_dbjobs")
 
 #: Seconds of recent completions the adaptive prefetch looks at.
 PREFETCH_WINDOW = 0.1
-#: Longest pause between tries while the database is unreachable.
+#: First and longest pause between tries while the database is unreachable.
+FIRST_OUTAGE_PAUSE = 0.5
 MAX_OUTAGE_PAUSE = 30.0
 
 
@@ -78,6 +79,8 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
+        # Pause before the next try while the database is unreachable; doubles per error.
+        self._outage_pause = FIRST_OUTAGE_PAUSE
 
     # Lifecycle
 
@@ -222,11 +225,12 @@ class Worker:
         With `stop_on_exit` (or after a forced stop) it pauses once and returns None,
         so the caller's loop can notice a stop request.
         """
-        pause = 0.5
         while True:
             try:
-                return action()
+                result = action()
             except (DatabaseError, InterfaceError) as exc:
+                pause = self._outage_pause
+                self._outage_pause = min(pause * 2, MAX_OUTAGE_PAUSE)
                 logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
                 self._database_error()
                 execution.close_broken_connections()
@@ -235,7 +239,9 @@ class Worker:
                     self._wake.clear()
                     return None
                 time.sleep(pause)
-                pause = min(pause * 2, MAX_OUTAGE_PAUSE)
+            else:
+                self._outage_pause = FIRST_OUTAGE_PAUSE
+                return result
 
     # Job threads
 

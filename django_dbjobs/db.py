@@ -82,6 +82,21 @@ def supports_listen(using: str = "default") -> bool:
     return hasattr(psycopg.Connection, "notifies")
 
 
+def idle_check_steps(using: str = "default") -> tuple[float, float] | None:
+    """Seconds between an idle worker's checks for other processes' commits: (first, longest).
+
+    None where LISTEN/NOTIFY wakes workers instead (PostgreSQL). SQLite reads
+    ``PRAGMA data_version`` every 10 ms (memory only); MySQL/MariaDB run an indexed
+    probe, every 10 ms at first and every 50 ms after a while idle.
+    """
+    return {"sqlite": (0.01, 0.01), "mysql": (0.01, 0.05)}.get(connections[using].vendor)
+
+
+def uses_data_version(using: str = "default") -> bool:
+    """True where PRAGMA data_version tells that another connection committed (SQLite)."""
+    return connections[using].vendor == "sqlite"
+
+
 def data_version(using: str = "default") -> int:
     """SQLite: a counter that changes when another connection commits (nearly free)."""
     with connections[using].cursor() as cursor:

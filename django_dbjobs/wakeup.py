@@ -99,14 +99,12 @@ class Listener(threading.Thread):
 class IdleWaiter:
     """How an idle worker waits for new jobs from other processes, per database."""
 
-    #: Seconds between change checks while idle: (first, longest).
-    STEPS = {"sqlite": (0.01, 0.01), "mysql": (0.01, 0.05)}
-
     def __init__(self, using: str, event: threading.Event, queues: list[str] | None):
         self.using = using
         self.event = event
         self.queues = queues
-        self.vendor = connections[using].vendor
+        self.steps = db.idle_check_steps(using)
+        self.data_version = db.uses_data_version(using)
         self.listener: Listener | None = None
         self._data_version: int | None = None
 
@@ -122,7 +120,7 @@ class IdleWaiter:
 
     def wait(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds; return True if there may be new work."""
-        steps = self.STEPS.get(self.vendor)
+        steps = self.steps
         if steps is None or self.listener is not None:
             woken = self.event.wait(timeout)
             self.event.clear()
@@ -140,7 +138,7 @@ class IdleWaiter:
 
     def _changed(self) -> bool:
         try:
-            if self.vendor == "sqlite":
+            if self.data_version:
                 version = db.data_version(self.using)
                 changed = self._data_version is not None and version != self._data_version
                 self._data_version = version

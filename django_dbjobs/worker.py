@@ -269,11 +269,21 @@ class Worker:
     # Shutdown
 
     def _release(self, jobs: list[Job]) -> None:
-        for job in jobs:
-            released = self._with_database(lambda j=job: j.release(self.id), "releasing a job")
-            with self._lock:
+        """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded."""
+        if not jobs:
+            return
+        released = self._with_database(
+            lambda: Job.objects.using(self.using).release_all(self.id, jobs), "releasing jobs"
+        )
+        with self._lock:
+            for job in jobs:
                 self._running.pop(job.pk, None)
-            logger.warning("Job released unfinished id=%s name=%s released=%s", job.pk, job.name, released)
+        logger.warning(
+            "Jobs released unfinished count=%s released=%s ids=%s",
+            len(jobs),
+            released,
+            ",".join(job.pk for job in jobs),
+        )
 
     def _shutdown(self) -> None:
         # Prefetched jobs that no thread has started go back at once, for other workers.
@@ -296,9 +306,7 @@ class Worker:
         self._acks.flush(force=True)
         with self._lock:
             unfinished = list(self._running.values())
-        for job in unfinished:
-            released = self._with_database(lambda j=job: j.release(self.id), "releasing a job")
-            logger.warning("Job released unfinished id=%s name=%s released=%s", job.pk, job.name, released)
+        self._release(unfinished)
         for _ in self._threads:
             self._tasks.put(None)
         if self._heartbeat is not None:

@@ -37,10 +37,13 @@ def test_stopping_releases_prefetched_jobs_no_thread_started():
     worker = Worker(concurrency=2, prefetch=10)
     worker._finished_at.extend([time.monotonic()] * 50)
     worker._claim_free_slots()  # no threads are running: all 12 wait in the queue
+    lost = next(iter(worker._running))
+    Job.objects.filter(pk=lost).update(worker="new-owner")  # swept and taken meanwhile
     started = time.monotonic()
     worker._shutdown()
     assert time.monotonic() - started < 2, "prefetched jobs must not wait for the grace period"
-    assert Job.objects.filter(status=JobStatus.READY, attempts=0, worker=None).count() == 30
+    assert Job.objects.filter(status=JobStatus.READY, attempts=0, worker=None).count() == 29
+    assert Job.objects.get(pk=lost).worker == "new-owner", "release is fenced on the owner"
 
 
 def test_batched_successes_are_stored_together_and_fenced():

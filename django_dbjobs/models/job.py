@@ -61,6 +61,22 @@ class JobQuerySet(models.QuerySet):
         """
         return db.claim_jobs(self.model, self.db, worker, limit, queues)
 
+    def release_all(self, worker: str, jobs: list[Job]) -> int:
+        """Give unfinished jobs back in one UPDATE (shutdown): READY, attempts refunded.
+
+        Fenced on owner and attempt like every finishing write; return how many went back.
+        """
+        if not jobs:
+            return 0
+        fence = Q()
+        for job in jobs:
+            fence |= Q(pk=job.pk, attempts=job.attempts)
+        return (
+            self.owned_by(worker)
+            .filter(fence)
+            .update(status=JobStatus.READY, worker=None, attempts=F("attempts") - 1)
+        )
+
     def finish_successes(self, worker: str, done: list[tuple[Job, Any]]) -> list[Job]:
         """Mark many jobs this worker ran SUCCESSFUL in one UPDATE; return those it still owned.
 

@@ -39,6 +39,11 @@ class SuccessBatch:
         if full:
             self.wake.set()
 
+    def pending_ids(self) -> set[str]:
+        """Ids of the jobs whose success waits here, still RUNNING in the database."""
+        with self._lock:
+            return {job.pk for job, _value in self._items}
+
     def due_in(self) -> float | None:
         """Seconds until the batch must be stored, or None when it is empty."""
         with self._lock:

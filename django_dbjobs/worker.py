@@ -19,15 +19,13 @@ from .acks import SuccessBatch
 from .conf import settings
 from .heartbeat import Heartbeat
 from .models import Job, WorkerProcess
+from .outage import Outage
 from .sweep import Sweeper
 
 logger = logging.getLogger("django_dbjobs")
 
 #: Seconds of recent completions the adaptive prefetch looks at.
 PREFETCH_WINDOW = 0.1
-#: First and longest pause between tries while the database is unreachable.
-FIRST_OUTAGE_PAUSE = 0.5
-MAX_OUTAGE_PAUSE = 30.0
 
 
 def new_worker_id() -> str:
@@ -79,8 +77,9 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
-        # Pause before the next try while the database is unreachable; doubles per error.
-        self._outage_pause = FIRST_OUTAGE_PAUSE
+        self._outage = Outage(self._wake, on_error=self._database_error)
+        # A claim failed: it may have committed all the same (see _release_unheld).
+        self._claim_in_doubt = False
 
     # Lifecycle
 
@@ -93,7 +92,7 @@ class Worker:
         self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues)
         self._waiter.start()
         try:
-            self._with_database(self._register, "registering the worker")
+            self._outage.call(self._register, "registering the worker")
             self._heartbeat = Heartbeat(
                 self.id,
                 settings.HEARTBEAT_INTERVAL,
@@ -191,8 +190,13 @@ class Worker:
             free = min(free, self.max_jobs - self.claimed)
         if free <= 0:
             return 0
-        jobs = self._with_database(lambda: self._claim(free), "claiming jobs", stop_on_exit=True)
+        if self._claim_in_doubt:
+            if self._outage.call(self._release_unheld, "releasing jobs of a failed claim", once=True) is None:
+                return None
+            self._claim_in_doubt = False
+        jobs = self._outage.call(lambda: self._claim(free), "claiming jobs", once=True)
         if jobs is None:
+            self._claim_in_doubt = True
             return None
         with self._lock:
             for job in jobs:
@@ -219,29 +223,21 @@ class Worker:
     def _claim(self, limit: int) -> list[Job]:
         return Job.objects.using(self.using).claim(self.id, limit, self.queues)
 
-    def _with_database(self, action, what: str, stop_on_exit: bool = False):
-        """Run `action`, retrying with backoff while the database is down.
+    def _release_unheld(self) -> int:
+        """Give back jobs this worker owns in the database but does not hold.
 
-        With `stop_on_exit` (or after a forced stop) it pauses once and returns None,
-        so the caller's loop can notice a stop request.
+        A claim can commit while its answer is lost (the connection broke after the
+        COMMIT): those rows are RUNNING under a live, heartbeating worker, so no sweep
+        would ever recover them. Only this thread claims, and a job moves from
+        _running to the pending successes, so reading them in that order misses none.
         """
-        while True:
-            try:
-                result = action()
-            except (DatabaseError, InterfaceError) as exc:
-                pause = self._outage_pause
-                self._outage_pause = min(pause * 2, MAX_OUTAGE_PAUSE)
-                logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
-                self._database_error()
-                execution.close_broken_connections()
-                if stop_on_exit or self._forced:
-                    self._wake.wait(pause)
-                    self._wake.clear()
-                    return None
-                time.sleep(pause)
-            else:
-                self._outage_pause = FIRST_OUTAGE_PAUSE
-                return result
+        with self._lock:
+            held = set(self._running)
+        held |= self._acks.pending_ids()
+        released = Job.objects.using(self.using).release_unheld(self.id, held)
+        if released:
+            logger.warning("Jobs of a failed claim released count=%s id=%s", released, self.id)
+        return released
 
     # Job threads
 
@@ -272,7 +268,7 @@ class Worker:
         """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded."""
         if not jobs:
             return
-        released = self._with_database(
+        released = self._outage.call(
             lambda: Job.objects.using(self.using).release_all(self.id, jobs), "releasing jobs"
         )
         with self._lock:

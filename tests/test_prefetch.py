@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from django.db import OperationalError
 
 from django_dbjobs import bulk_enqueue, prepare
 from django_dbjobs.models import Job, JobStatus
@@ -90,3 +91,39 @@ def test_batched_completions_survive_kill_9(run_jobs, record_file):
     assert {v for v, n in runs.items() if n > 1} <= unacknowledged | set(
         str(a[0]) for a in Job.objects.filter(attempts__gt=1).values_list("args", flat=True)
     )
+
+
+def test_a_claim_that_committed_but_lost_its_answer_is_given_back_before_the_next():
+    """The connection can break after the server committed a claim: the worker never
+    learns which rows it took, and as it keeps heartbeating no sweep would free them."""
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(10))
+    worker = Worker(concurrency=3, prefetch=0)
+    worker._outage.pause = 0.01
+    assert worker._claim_free_slots() == 3
+    for _ in range(3):
+        worker._tasks.get_nowait()  # as the job threads would
+    done = worker._running.pop(next(iter(worker._running)))
+    worker._acks.add(done, 42)  # finished, its success not stored yet
+    held = set(worker._running) | {done.pk}
+
+    real_claim = worker._claim
+
+    def claim_then_lose_the_answer(limit):
+        real_claim(limit)
+        raise OperationalError("server closed the connection unexpectedly")
+
+    worker._claim = claim_then_lose_the_answer
+    assert worker._claim_free_slots() is None
+    owned = set(Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id).values_list("pk", flat=True))
+    assert len(owned) == 4 and held < owned, "the failed claim committed all the same"
+
+    del worker._claim
+    assert worker._claim_free_slots() == 1
+    owned_now = Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id)
+    assert set(owned_now.values_list("pk", flat=True)) == set(worker._running) | {done.pk}, (
+        "the rows of the failed claim were given back"
+    )
+    assert set(owned_now.values_list("attempts", flat=True)) == {1}, "the lost claim's attempt is refunded"
+    assert not Job.objects.filter(status=JobStatus.READY, attempts__gt=0).exists()
+    worker._acks.flush(force=True)
+    assert Job.objects.get(pk=done.pk).return_value == 42, "a pending success is not given back"

@@ -77,6 +77,17 @@ class JobQuerySet(models.QuerySet):
             .update(status=JobStatus.READY, worker=None, attempts=F("attempts") - 1)
         )
 
+    def release_unheld(self, worker: str, held: set[str]) -> int:
+        """Give back this worker's RUNNING jobs other than `held`: READY, attempts refunded.
+
+        For a claim that failed on the client yet committed on the server.
+        """
+        return (
+            self.owned_by(worker)
+            .exclude(pk__in=held)
+            .update(status=JobStatus.READY, worker=None, attempts=F("attempts") - 1)
+        )
+
     def finish_successes(self, worker: str, done: list[tuple[Job, Any]]) -> list[Job]:
         """Mark many jobs this worker ran SUCCESSFUL in one UPDATE; return those it still owned.
 

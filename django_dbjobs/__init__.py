@@ -1,8 +1,8 @@
 """Background jobs and cron schedules for Django, stored in your database.
 
 Public API: ``job``, ``enqueue``, ``aenqueue``, ``prepare``, ``bulk_enqueue``,
-``current_job``. Imported lazily so ``import django_dbjobs`` works before Django's
-apps are ready.
+``enqueue_many``, ``current_job``. Imported lazily so ``import django_dbjobs`` works
+before Django's apps are ready.
 """
 
 __version__ = "0.1.0.dev0"
@@ -14,6 +14,7 @@ _EXPORTS = {
     "aenqueue": "enqueuing",
     "prepare": "enqueuing",
     "bulk_enqueue": "enqueuing",
+    "enqueue_many": "enqueuing",
     "current_job": "context",
 }
 

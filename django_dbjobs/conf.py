@@ -1,10 +1,13 @@
 """Settings for django_dbjobs, with their defaults.
 
-Every setting is read from ``django.conf.settings`` with the ``DBJOBS_`` prefix at
-the moment it is used, so ``override_settings`` works in tests.
+Every setting is read from ``django.conf.settings`` with the ``DBJOBS_`` prefix when
+first used, then kept: enqueue() and the worker read some on every job. Changing a
+setting with ``override_settings`` (Django's ``setting_changed`` signal) drops the
+kept values, so tests see the new ones.
 """
 
 from django.conf import settings as django_settings
+from django.core.signals import setting_changed
 
 DEFAULTS = {
     # Queues a job may be enqueued on; None accepts any valid queue name.
@@ -41,10 +44,31 @@ DEFAULTS = {
 class Settings:
     """Read ``DBJOBS_<NAME>`` from Django settings, falling back to the default."""
 
+    def __init__(self):
+        self._values: dict = {}
+
     def __getattr__(self, name: str):
+        # Only called for names not set on the instance: the settings themselves.
+        try:
+            return self._values[name]
+        except KeyError:
+            pass
         if name not in DEFAULTS:
             raise AttributeError(f"Unknown django_dbjobs setting: {name}")
-        return getattr(django_settings, f"DBJOBS_{name}", DEFAULTS[name])
+        value = self._values[name] = getattr(django_settings, f"DBJOBS_{name}", DEFAULTS[name])
+        return value
+
+    def reload(self) -> None:
+        """Forget the values read so far; the next use reads Django's settings again."""
+        self._values.clear()
 
 
 settings = Settings()
+
+
+def _setting_changed(setting: str, **kwargs) -> None:
+    if setting.startswith("DBJOBS_"):
+        settings.reload()
+
+
+setting_changed.connect(_setting_changed, dispatch_uid="django_dbjobs.conf")

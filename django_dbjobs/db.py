@@ -124,6 +124,8 @@ NOW_SQL = {
     "mysql": "CURRENT_TIMESTAMP(6)",
     "sqlite": "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')",
 }
+#: How a JSON text parameter is written into an INSERT.
+JSON_PLACEHOLDER = {"postgresql": "%s::jsonb", "mysql": "%s", "sqlite": "%s"}
 APPEND_SQL = {
     "postgresql": "worker_ids || jsonb_build_array(%s::text)",
     "mysql": "JSON_ARRAY_APPEND(worker_ids, '$', %s)",

@@ -1,4 +1,4 @@
-"""enqueue(), aenqueue(), prepare() and bulk_enqueue(): put jobs in the table.
+"""enqueue(), aenqueue(), prepare(), bulk_enqueue() and enqueue_many(): put jobs in the table.
 
 A job's own keyword arguments go in ``kwargs={...}``; every other keyword is an
 enqueue option. So a job with a parameter called ``queue`` or ``priority`` can never
@@ -13,14 +13,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, connections, router, transaction
-from django.db.models.expressions import DatabaseDefault
-from django.db.models.signals import post_save, pre_save
-from django.db.models.sql import InsertQuery
+from django.db import DatabaseError, router, transaction
 
-from . import db, registry, validation, wakeup
+from . import db, registry, rows, validation, wakeup
 from .conf import settings
-from .exceptions import InvalidJob
+from .exceptions import InvalidJob, InvalidJobArguments
 from .models import Job
 from .registry import JobFunction
 from .signals import job_enqueued
@@ -46,10 +43,17 @@ def prepare(
 
     Raises an InvalidJob subclass naming the bad argument; nothing is written.
     """
+    fields, using = _fields(job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using)
+    return rows.build(fields, using)
+
+
+def _fields(job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using):
+    """The validated field values of a new job, and the database it goes to."""
     registered = registry.resolve(job)
     defaults = registered.options
     using = using or router.db_for_write(Job)
-    clean_args, clean_kwargs = validation.payload(args, kwargs or {}, db.rejects_nul(using))
+    reject_nul = db.rejects_nul(using)
+    clean_args, clean_kwargs = validation.payload(args, kwargs or {}, reject_nul)
     fields = {
         "name": registered.name,
         "args": clean_args,
@@ -61,16 +65,25 @@ def prepare(
         ),
     }
     if unique_key is not None:
-        fields["unique_key"] = fields["active_key"] = validation.unique_key(unique_key, db.rejects_nul(using))
+        fields["unique_key"] = fields["active_key"] = validation.unique_key(unique_key, reject_nul)
     when = validation.run_at(run_at, delay)
     if when is not None:
         fields["run_at"] = when
-    instance = Job(**fields)
-    instance._state.db = using
-    return instance
+    return fields, using
 
 
-def enqueue(job: JobTarget, *args: Any, using: str | None = None, **options: Any) -> Job:
+def enqueue(
+    job: JobTarget,
+    *args: Any,
+    kwargs: dict[str, Any] | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    run_at: datetime.datetime | None = None,
+    delay: datetime.timedelta | float | None = None,
+    max_attempts: int | None = None,
+    unique_key: str | None = None,
+    using: str | None = None,
+) -> Job:
     """Store a job to run `job(*args, **kwargs)` in a worker, and return it.
 
     Inside ``transaction.atomic`` the row joins the caller's transaction; workers in
@@ -83,60 +96,16 @@ def enqueue(job: JobTarget, *args: Any, using: str | None = None, **options: Any
     With ``unique_key``, if a READY or RUNNING job of the same name has that key,
     nothing is written and that job is returned instead.
     """
-    instance = prepare(job, *args, using=using, **options)
-    using = instance._state.db
-    if instance.unique_key is not None:
+    fields, using = _fields(job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using)
+    instance = rows.build(fields, using)
+    if unique_key is not None:
         instance, created = _insert_unique(instance, using)
         if not created:
             return instance
     else:
-        _insert(instance, using)
+        rows.insert([instance], using, signals=True)
     _enqueued([instance], using)
     return instance
-
-
-_insert_sql: dict[tuple, tuple[str, list]] = {}
-
-
-def _insert(instance: Job, using: str) -> None:
-    """INSERT one prepared job with SQL compiled once per database and field set.
-
-    Model.save() compiles the INSERT anew each time, which costs more than the
-    database's own work for it. The result is the same row, with the database
-    defaults (run_at, enqueued_at) read back. Falls back to save() where the
-    database cannot return them, or when someone listens to Job's save signals.
-    """
-    connection = connections[using]
-    if not connection.features.can_return_columns_from_insert or (
-        pre_save.has_listeners(Job) or post_save.has_listeners(Job)
-    ):
-        instance.save(using=using, force_insert=True)
-        return
-    fields, defaulted = [], []
-    for field in Job._meta.concrete_fields:
-        value = getattr(instance, field.attname)
-        (defaulted if isinstance(value, DatabaseDefault) else fields).append(field)
-    key = (using, tuple(f.attname for f in fields))
-    sql = _insert_sql.get(key)
-    if sql is None:
-        query = InsertQuery(Job)
-        query.insert_values(fields, [instance])
-        compiler = query.get_compiler(using=using)
-        compiler.returning_fields = defaulted
-        ((sql, _params),) = compiler.as_sql()
-        _insert_sql[key] = sql
-    params = [f.get_db_prep_save(getattr(instance, f.attname), connection) for f in fields]
-    with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone() if defaulted else ()
-    for field, value in zip(defaulted, row, strict=True):
-        for converter in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
-            connection
-        ):
-            value = converter(value, field.cached_col, connection)
-        setattr(instance, field.attname, value)
-    instance._state.adding = False
-    instance._state.db = using
 
 
 def _insert_unique(instance: Job, using: str) -> tuple[Job, bool]:
@@ -177,9 +146,52 @@ def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
             raise InvalidJob("bulk_enqueue() does not take unique_key; use enqueue() for unique jobs.")
     using = jobs[0]._state.db or router.db_for_write(Job)
     with transaction.atomic(using=using):
-        created = Job.objects.using(using).bulk_create(jobs, batch_size=batch_size)
-        _enqueued(created, using)
-    return created
+        rows.insert(jobs, using, batch_size=batch_size)
+        _enqueued(jobs, using)
+    return jobs
+
+
+def enqueue_many(
+    job: JobTarget,
+    arguments: Iterable[tuple | list],
+    *,
+    queue: str | None = None,
+    priority: int | None = None,
+    run_at: datetime.datetime | None = None,
+    delay: datetime.timedelta | float | None = None,
+    max_attempts: int | None = None,
+    using: str | None = None,
+    batch_size: int = 1000,
+) -> list[Job]:
+    """Enqueue `job` once per item of `arguments`, each a tuple of positional arguments.
+
+    The fastest way to store many jobs of one kind: the options are validated once,
+    each item's arguments on their own, all before anything is written; the rows go
+    in as few INSERTs as batch_size allows, in one transaction. For jobs that differ
+    in more than their positional arguments, use prepare() and bulk_enqueue().
+
+    ``enqueue_many(send_welcome, [(1,), (2,), (3,)])`` stores three jobs.
+    """
+    items = list(arguments)
+    for index, item in enumerate(items):
+        if not isinstance(item, tuple | list):
+            raise InvalidJobArguments(
+                f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
+                "positional arguments, such as (user_id,)."
+            )
+    common, using = _fields(job, (), None, queue, priority, run_at, delay, max_attempts, None, using)
+    reject_nul = db.rejects_nul(using)
+    each = []
+    for item in items:
+        args, kwargs = validation.payload(item, {}, reject_nul)
+        each.append({"args": args, "kwargs": kwargs})
+    jobs = rows.build_many(common, each, using)
+    if not jobs:
+        return []
+    with transaction.atomic(using=using):
+        rows.insert(jobs, using, batch_size=batch_size, same_shape=True)
+        _enqueued(jobs, using)
+    return jobs
 
 
 def _enqueued(jobs: list[Job], using: str) -> None:

@@ -3,7 +3,6 @@
 import os
 import threading
 import time
-import uuid
 
 _lock = threading.Lock()
 _last_millis = 0
@@ -33,5 +32,29 @@ def new_id() -> str:
     value |= 0x7 << 76  # version
     value |= sequence << 64  # rand_a: the counter
     value |= 0b10 << 62  # variant
-    value |= int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)  # rand_b
-    return str(uuid.UUID(int=value))
+    value |= int.from_bytes(_random_bytes(), "big") & ((1 << 62) - 1)  # rand_b
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+_pool = threading.local()
+_generation = 0
+
+
+def _forked() -> None:
+    global _generation, _last_millis
+    _generation += 1  # a child must never reuse its parent's unread random bytes
+    _last_millis = 0
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _random_bytes() -> bytes:
+    """8 bytes from os.urandom, read 4 KiB at a time: one system call per 512 ids."""
+    pool = _pool.__dict__
+    position = pool.get("position", 4096)
+    if position >= 4096 or pool.get("generation") != _generation:
+        pool["bytes"], pool["generation"], position = os.urandom(4096), _generation, 0
+    pool["position"] = position + 8
+    return pool["bytes"][position : position + 8]

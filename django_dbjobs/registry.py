@@ -59,6 +59,12 @@ class JobFunction:
 
         return enqueue(self, *args, **options)
 
+    def enqueue_many(self, arguments, **options: Any):
+        """Enqueue this job once per tuple of positional arguments; see django_dbjobs.enqueue_many()."""
+        from .enqueuing import enqueue_many
+
+        return enqueue_many(self, arguments, **options)
+
     async def aenqueue(self, *args: Any, **options: Any):
         """Enqueue this job from async code; see django_dbjobs.aenqueue()."""
         from .enqueuing import aenqueue

@@ -1,0 +1,103 @@
+"""The fast INSERT paths: enqueue_many(), bulk_enqueue() and the one-row INSERT of enqueue()."""
+
+import datetime
+import math
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from django_dbjobs import bulk_enqueue, enqueue, enqueue_many, prepare, wakeup
+from django_dbjobs.exceptions import InvalidJob, InvalidJobArguments, PayloadTooLarge, UnknownJob
+from django_dbjobs.models import Job, JobStatus
+from tests import jobs
+
+# Every column a job row has, compared between the fast paths and Model.save().
+COLUMNS = [
+    f.attname for f in Job._meta.concrete_fields if f.attname not in ("id", "run_at", "enqueued_at")
+]
+
+
+def stored(job):
+    return {name: value for name, value in Job.objects.filter(pk=job.pk).values(*COLUMNS).get().items()}
+
+
+@pytest.mark.django_db
+def test_fast_insert_writes_exactly_the_row_save_writes():
+    fast = enqueue(jobs.add, 1, "two", kwargs={"b": [3]}, queue="q1", priority=7, max_attempts=4)
+    reference = prepare(jobs.add, 1, "two", kwargs={"b": [3]}, queue="q1", priority=7, max_attempts=4)
+    reference.save(force_insert=True)
+    (many,) = enqueue_many(jobs.add, [(1, "two")], queue="q1", priority=7, max_attempts=4)
+    assert stored(fast) == stored(reference)
+    assert stored(many) == {**stored(reference), "kwargs": {}}
+    assert stored(fast)["status"] == JobStatus.READY and stored(fast)["errors"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many_stores_one_job_per_item_with_shared_options():
+    before = wakeup.generation()
+    later = timezone.now() + datetime.timedelta(hours=1)
+    created = enqueue_many(jobs.add, [(i, i) for i in range(2500)], queue="bulk", priority=-5, run_at=later)
+    assert len(created) == 2500 and len({job.pk for job in created}) == 2500
+    assert wakeup.generation() == before + 1, "one wake for the whole batch"
+    rows = list(Job.objects.order_by("id").values_list("id", "args", "queue", "priority", "run_at"))
+    assert [row[0] for row in rows] == [job.pk for job in created], "ids in enqueue order"
+    assert [row[1] for row in rows] == [[i, i] for i in range(2500)]
+    assert {row[2:] for row in rows} == {("bulk", -5, later)}
+    if connection.features.can_return_rows_from_bulk_insert:
+        assert all(not job._state.adding and job.enqueued_at is not None for job in created)
+        first = Job.objects.get(pk=created[0].pk)
+        assert (created[0].run_at, created[0].enqueued_at) == (first.run_at, first.enqueued_at)
+
+
+@pytest.mark.django_db
+def test_enqueue_many_joins_the_callers_transaction():
+    with pytest.raises(RuntimeError), transaction.atomic():
+        enqueue_many(jobs.add, [(1, 2), (3, 4)])
+        assert Job.objects.count() == 2
+        raise RuntimeError("roll back")
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "arguments, options, error",
+    [
+        ([(1, 2), (math.inf, 2)], {}, InvalidJobArguments),
+        ([(1, 2), 3], {}, InvalidJobArguments),
+        ([(1, 2), ("x" * 2_000_000,)], {}, PayloadTooLarge),
+        ([(1, 2)], {"priority": 101}, InvalidJob),
+        ([(1, 2)], {"queue": "no spaces"}, InvalidJob),
+        ([(1, 2)], {"run_at": datetime.datetime(2030, 1, 1)}, InvalidJob),
+    ],
+)
+def test_enqueue_many_validates_every_item_before_writing(arguments, options, error):
+    with transaction.atomic():
+        with pytest.raises(error):
+            enqueue_many(jobs.add, arguments, **options)
+        enqueue(jobs.add, 0, 0)  # the caller's transaction is still usable
+    assert Job.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_enqueue_many_rejects_unregistered_jobs_and_takes_no_items():
+    with pytest.raises(UnknownJob):
+        enqueue_many("tests.jobs.not_there", [(1,)])
+    assert enqueue_many(jobs.add, []) == []
+    assert jobs.add.enqueue_many([(5, 6)])[0].args == [5, 6]
+    assert Job.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_bulk_enqueue_honours_jobs_changed_after_prepare_and_mixed_shapes():
+    later = timezone.now() + datetime.timedelta(minutes=5)
+    plain = prepare(jobs.add, 1, 1)
+    changed = prepare(jobs.add, 2, 2)
+    changed.status = JobStatus.FAILED  # not what prepare() made: must still be stored as set
+    changed.last_error = "set by hand"
+    deferred = prepare(jobs.add, 3, 3, run_at=later)
+    bulk_enqueue([plain, changed, deferred, prepare(jobs.add, 4, 4)])
+    rows = {row["args"][0]: row for row in Job.objects.values("args", "status", "last_error", "run_at")}
+    assert rows[2]["status"] == JobStatus.FAILED and rows[2]["last_error"] == "set by hand"
+    assert rows[1]["status"] == rows[4]["status"] == JobStatus.READY and rows[1]["last_error"] == ""
+    assert rows[3]["run_at"] == later and rows[1]["run_at"] < later

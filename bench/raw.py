@@ -1,6 +1,7 @@
 """The raw limit: the least SQL a job costs, from Python, through the same driver.
 
-No Django models, no validation, no worker: a plain loop of INSERTs (W1), and a plain
+No Django models, no validation, no worker: a plain loop of INSERTs, one per job or
+many per statement (W1), and a plain
 loop of SKIP LOCKED claims plus completion writes (W2), per database.
 """
 
@@ -29,6 +30,25 @@ def insert_loop(count: int) -> float:
     with connection.cursor() as cursor:
         for _ in range(count):
             cursor.execute(INSERT, [str(uuid.uuid4())])
+    return count / (time.perf_counter() - started)
+
+
+def bulk_insert_loop(count: int, batch: int = 1000) -> float:
+    """The same rows in multi-row INSERTs of `batch` (UNNEST arrays on PostgreSQL); return jobs/s."""
+    columns = "id, name, args, kwargs, queue, priority, status, attempts, max_attempts, worker_ids, errors, last_error"
+    constants = "'bench.jobs.noop', '[]', '{}', 'default', 0, 'READY', 0, 3, '[]', '[]', ''"
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        for start in range(0, count, batch):
+            ids = [str(uuid.uuid4()) for _ in range(min(batch, count - start))]
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"INSERT INTO django_dbjobs_job ({columns}) SELECT i, {constants} FROM UNNEST(%s::text[]) AS t(i)",
+                    [ids],
+                )
+            else:
+                rows = ", ".join([f"(%s, {constants})"] * len(ids))
+                cursor.execute(f"INSERT INTO django_dbjobs_job ({columns}) VALUES {rows}", ids)
     return count / (time.perf_counter() - started)
 
 

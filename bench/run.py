@@ -34,6 +34,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="Runs per figure (median, min-max).")
     parser.add_argument("--smoke", action="store_true", help="Tiny sizes, one run: checks it works.")
     parser.add_argument("--json", help="Also write the results to this file.")
+    parser.add_argument(
+        "--only",
+        default="W1,W2,W2s,W3",
+        help="Comma list of the workloads to run (default: W1,W2,W2s,W3).",
+    )
     options = parser.parse_args()
     os.environ["BENCH_DATABASE_URL"] = options.database
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
@@ -48,7 +53,7 @@ def main() -> None:
     try:
         from bench import workloads
 
-        results = workloads.run_all(runs, scale)
+        results = workloads.run_all(runs, scale, set(options.only.split(",")))
     finally:
         connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     print_table(connection.vendor, results)

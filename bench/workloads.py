@@ -8,7 +8,7 @@ from django.db.models import Max, Min
 
 from bench import jobs, raw
 from bench.run import DEFAULTS, FASTEST, FASTEST_SLEEPY, Workers, summarise
-from django_dbjobs import bulk_enqueue, enqueue, prepare
+from django_dbjobs import bulk_enqueue, enqueue, enqueue_many, prepare
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 
 
@@ -35,6 +35,12 @@ def w1_single(count: int) -> float:
 def w1_bulk(count: int) -> float:
     started = time.perf_counter()
     bulk_enqueue(prepare(jobs.noop) for _ in range(count))
+    return count / (time.perf_counter() - started)
+
+
+def w1_many(count: int) -> float:
+    started = time.perf_counter()
+    enqueue_many(jobs.noop, [()] * count)
     return count / (time.perf_counter() - started)
 
 
@@ -77,8 +83,21 @@ def wakeup(count: int, idle_rss: list[float]) -> list[float]:
     return sorted((started[pk] - at) * 1000 for pk, at in committed.items() if started.get(pk))
 
 
-def run_all(runs: int, scale: float) -> dict:
+def run_all(runs: int, scale: float, only: set[str]) -> dict:
     n1, n2, n2s, n3 = (max(int(n * scale), 20) for n in (5000, 10000, 2000, 100))
+    results = {}
+    if "W1" in only:
+        results.update(w1_all(runs, n1))
+    if "W2" in only:
+        results.update(w2_all(runs, n2))
+    if "W2s" in only:
+        results.update(w2s_all(runs, n2s))
+    if "W3" in only:
+        results.update(w3_all(runs, n3))
+    return results
+
+
+def w1_all(runs: int, n1: int) -> dict:
     results = {}
     raw_insert = summarise(repeat(runs, lambda: raw.insert_loop(n1)))
     results["W1 raw INSERT loop (limit)"] = raw_insert
@@ -86,8 +105,18 @@ def run_all(runs: int, scale: float) -> dict:
         **summarise(repeat(runs, lambda: w1_single(n1))),
         "limit": raw_insert["median"],
     }
-    results["W1 bulk_enqueue()"] = summarise(repeat(runs, lambda: w1_bulk(n1)))
+    raw_bulk = summarise(repeat(runs, lambda: raw.bulk_insert_loop(n1)))
+    results["W1 raw multi-row INSERT (limit)"] = raw_bulk
+    results["W1 enqueue_many()"] = {**summarise(repeat(runs, lambda: w1_many(n1))), "limit": raw_bulk["median"]}
+    results["W1 prepare() + bulk_enqueue()"] = {
+        **summarise(repeat(runs, lambda: w1_bulk(n1))),
+        "limit": raw_bulk["median"],
+    }
+    return results
 
+
+def w2_all(runs: int, n2: int) -> dict:
+    results = {}
     raw10 = summarise(repeat(runs, lambda: raw_drain(n2, 10, False)))
     raw100 = summarise(repeat(runs, lambda: raw_drain(n2, 100, True)))
     results["W2 raw: claim 10 + 1 write/job (limit)"] = raw10
@@ -102,13 +131,23 @@ def run_all(runs: int, scale: float) -> dict:
         "limit": raw100["median"],
     }
     results["W2 peak RSS per worker, defaults"] = {**summarise(rss_default), "unit": "MiB"}
-    results["W2s 10 ms jobs, --concurrency 2"] = {
-        **summarise(repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, DEFAULTS, []))),
-        "limit": 200.0,
+    return results
+
+
+def w2s_all(runs: int, n2s: int) -> dict:
+    return {
+        "W2s 10 ms jobs, --concurrency 2": {
+            **summarise(repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, DEFAULTS, []))),
+            "limit": 200.0,
+        },
+        "W2s 10 ms jobs, fastest settings": summarise(
+            repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, FASTEST_SLEEPY, []))
+        ),
     }
-    results["W2s 10 ms jobs, fastest settings"] = summarise(
-        repeat(runs, lambda: drain(jobs.sleep_10ms, n2s, FASTEST_SLEEPY, []))
-    )
+
+
+def w3_all(runs: int, n3: int) -> dict:
+    results = {}
     idle_rss = []
     latencies = []
     for _ in range(runs):

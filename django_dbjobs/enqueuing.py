@@ -103,7 +103,7 @@ def enqueue(
         if not created:
             return instance
     else:
-        rows.insert([instance], using, signals=True)
+        rows.insert([instance], using, signals=True, given=frozenset(fields))
     _enqueued([instance], using)
     return instance
 
@@ -189,7 +189,8 @@ def enqueue_many(
     if not jobs:
         return []
     with transaction.atomic(using=using):
-        rows.insert(jobs, using, batch_size=batch_size, same_shape=True)
+        shared = frozenset(common) - {"args", "kwargs"}
+        rows.insert(jobs, using, batch_size=batch_size, given=shared | {"args", "kwargs"}, shared=shared)
         _enqueued(jobs, using)
     return jobs
 

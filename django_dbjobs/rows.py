@@ -17,7 +17,8 @@ from typing import Any
 
 from django.db import connections, transaction
 from django.db.models.expressions import DatabaseDefault
-from django.db.models.signals import post_save, pre_save
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, post_save, pre_init, pre_save
 
 from . import db
 from .models import Job
@@ -35,8 +36,11 @@ class _Field:
     is_json: bool
     # Fresh-value maker for defaults that differ each time or are mutable; else None.
     make: Any
-    # The default as SQL text, where the default is a plain constant; else None.
+    # The default, where it is the same every time ([] and {} included); else _MISSING.
     default: Any = _MISSING
+    # A job left at the default: "p" made anew each time (the id), so a parameter;
+    # "d" filled in by the database (run_at, enqueued_at); "c" a constant.
+    unset: str = "c"
 
 
 _fields_cache: list[_Field] = []
@@ -60,6 +64,7 @@ def _fields() -> list[_Field]:
                     field.get_internal_type() == "JSONField",
                     make=make,
                     default=_MISSING if made_anew or isinstance(sample, DatabaseDefault) else sample,
+                    unset="p" if made_anew else "d" if isinstance(sample, DatabaseDefault) else "c",
                 )
             )
     return _fields_cache
@@ -81,6 +86,10 @@ def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -
                 fresh.append((index, spec.make))
             value = spec.default
         template.append(value)
+    # Model.__init__ only sets each field's attribute (no field of Job has a data
+    # descriptor) between the init signals; without listeners, do just that.
+    plain = not (pre_init.has_listeners(Job) or post_init.has_listeners(Job))
+    names = [spec.attname for spec in _fields()]
     jobs = []
     for fields in each:
         values = template.copy()
@@ -88,22 +97,34 @@ def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -
             values[index] = make()
         for name, value in fields.items():
             values[position[name]] = value
-        instance = Job(*values)  # positional: Model.__init__'s fast path
+        if plain:
+            instance = Job.__new__(Job)
+            instance.__dict__.update(zip(names, values))
+            instance._state = ModelState()
+        else:
+            instance = Job(*values)
         instance._state.db = using
         jobs.append(instance)
     return jobs
 
 
 def insert(
-    instances: list[Job], using: str, batch_size: int = 1000, signals: bool = False, same_shape: bool = False
+    instances: list[Job],
+    using: str,
+    batch_size: int = 1000,
+    signals: bool = False,
+    given: frozenset | None = None,
+    shared: frozenset = frozenset(),
 ) -> None:
     """INSERT unsaved jobs in as few statements as the database allows; read back its defaults.
 
     The rows are those ``save(force_insert=True)`` would write. With `signals` (one job
     from enqueue()), Job's save signals are honoured by falling back to save(); the
     bulk path sends none, as ``bulk_create()`` does. MySQL, which cannot return
-    columns from an INSERT, goes through ``bulk_create()``. `same_shape` promises that
-    every job has the same fields at their defaults (all made by one recipe).
+    columns from an INSERT, goes through ``bulk_create()``. `given` says that every
+    job was made by build() or build_many() from values for these fields, so no row
+    needs checking for fields changed since; of those, the `shared` ones have the
+    same value in every job (sent once, not once per row).
     """
     connection = connections[using]
     if signals and (pre_save.has_listeners(Job) or post_save.has_listeners(Job)):
@@ -114,8 +135,8 @@ def insert(
         Job.objects.using(using).bulk_create(instances, batch_size=batch_size)
         return
     shapes: dict[tuple, list[Job]] = {}
-    if same_shape and instances:
-        shapes[_shape(instances[0])] = instances
+    if given is not None:
+        shapes[_made_shape(given, shared)] = instances
     else:
         for instance in instances:
             shapes.setdefault(_shape(instance), []).append(instance)
@@ -123,8 +144,8 @@ def insert(
         for shape, group in shapes.items():
             plan = _plan(using, shape, many=len(group) > 1)
             size = batch_size
-            if connection.features.max_query_params and plan.params:
-                size = max(1, min(size, connection.features.max_query_params // len(plan.params)))
+            if connection.features.max_query_params and plan.slots:
+                size = max(1, min(size, connection.features.max_query_params // len(plan.slots)))
             for start in range(0, len(group), size):
                 _execute(connection, plan, group[start : start + size])
     for instance in instances:
@@ -133,7 +154,8 @@ def insert(
 
 
 def _shape(instance: Job) -> tuple:
-    """Per field: 'd' filled by the database, 'c' at its constant default, 'p' a parameter."""
+    """Per field: 'd' filled by the database, 'c' at its constant default, 'p' a
+    parameter per row, 's' one parameter shared by all rows."""
     shape = []
     for spec in _fields():
         value = getattr(instance, spec.attname)
@@ -146,15 +168,30 @@ def _shape(instance: Job) -> tuple:
     return tuple(shape)
 
 
+def _made_shape(given: frozenset, shared: frozenset) -> tuple:
+    """The shape of the jobs build() makes from values for the `given` fields."""
+    shape = _made_shapes.get((given, shared))
+    if shape is None:
+        shape = _made_shapes[(given, shared)] = tuple(
+            "s" if spec.attname in shared else "p" if spec.attname in given else spec.unset for spec in _fields()
+        )
+    return shape
+
+
+_made_shapes: dict[tuple, tuple] = {}
+
+
 @dataclass(frozen=True)
 class _Plan:
     head: str  # "INSERT INTO ... (...) VALUES " (or the whole statement, with unnest)
     row_sql: str  # "(%s, %s, 'READY', 0, ...)"
     tail: str  # " RETURNING ..." or ""
-    params: list  # the fields sent as parameters, in order
+    # The placeholders of one row, in order: (field spec, shared by all rows?).
+    slots: list
     returning: list  # (field, converters) of the columns read back
-    # PostgreSQL: one array parameter per column, ``INSERT ... SELECT FROM UNNEST(...)``:
-    # a short statement whatever the row count, parsed far faster than long VALUES lists.
+    # PostgreSQL: ``INSERT ... SELECT FROM UNNEST(...)`` with one array parameter per
+    # column: a short statement whatever the row count, parsed far faster than long
+    # VALUES lists. Shared values come first (the SELECT list), then the arrays.
     unnest: bool = False
 
 
@@ -169,7 +206,8 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
     unnest = many and connection.vendor == "postgresql"
     quote_name = connection.ops.quote_name
     quote = connection.schema_editor().quote_value
-    columns, values, params, returning, arrays = [], [], [], [], []
+    json_placeholder = db.JSON_PLACEHOLDER[connection.vendor]
+    columns, values, slots, returning, arrays, shared = [], [], [], [], [], []
     for spec, kind in zip(_fields(), shape, strict=True):
         field = spec.field
         if kind == "d":
@@ -177,26 +215,29 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
             returning.append((field, converters))
             continue
         columns.append(quote_name(field.column))
-        if kind != "p":
+        if kind == "c":
             values.append(_literal(spec, quote).replace("%", "%%"))
-        elif unnest:
+        elif unnest and kind == "p":
             arrays.append(f"%s::{'text' if spec.is_json else field.db_type(connection)}[]")
-            values.append(f"c{len(params)}" + ("::jsonb" if spec.is_json else ""))
-            params.append(spec)
+            values.append(f"c{len(arrays) - 1}" + ("::jsonb" if spec.is_json else ""))
         else:
-            values.append(db.JSON_PLACEHOLDER[connection.vendor] if spec.is_json else "%s")
-            params.append(spec)
+            values.append(json_placeholder if spec.is_json else "%s")
+            if unnest:
+                shared.append((spec, True))
+            else:
+                slots.append((spec, kind == "s"))
     table = quote_name(Job._meta.db_table)
     tail = ""
     if returning:
         tail = " RETURNING " + ", ".join(quote_name(field.column) for field, _c in returning)
     head = f"INSERT INTO {table} ({', '.join(columns)}) "
     if unnest:
-        names = ", ".join(f"c{n}" for n in range(len(params)))
+        specs = [spec for spec, kind in zip(_fields(), shape, strict=True) if kind == "p"]
+        names = ", ".join(f"c{n}" for n in range(len(arrays)))
         head += f"SELECT {', '.join(values)} FROM UNNEST({', '.join(arrays)}) AS rows ({names})"
-        plan = _Plan(head, "", tail, params, returning, unnest=True)
+        plan = _Plan(head, "", tail, shared + [(spec, False) for spec in specs], returning, unnest=True)
     else:
-        plan = _Plan(head + "VALUES ", "(" + ", ".join(values) + ")", tail, params, returning)
+        plan = _Plan(head + "VALUES ", "(" + ", ".join(values) + ")", tail, slots, returning)
     _plans[(using, shape, many)] = plan
     return plan
 
@@ -222,12 +263,23 @@ def _param(connection, spec: _Field, value: Any) -> Any:
 
 
 def _execute(connection, plan: _Plan, chunk: list[Job]) -> None:
-    values = [[_param(connection, spec, getattr(job, spec.attname)) for spec in plan.params] for job in chunk]
+    first = chunk[0]
+    once = {spec.attname: _param(connection, spec, getattr(first, spec.attname)) for spec, same in plan.slots if same}
     if plan.unnest:
-        sql, params = plan.head + plan.tail, [list(column) for column in zip(*values, strict=True)]
+        params = [once[spec.attname] for spec, same in plan.slots if same]
+        params += [
+            [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
+            for spec, same in plan.slots
+            if not same
+        ]
+        sql = plan.head + plan.tail
     else:
+        params = [
+            once[spec.attname] if same else _param(connection, spec, getattr(job, spec.attname))
+            for job in chunk
+            for spec, same in plan.slots
+        ]
         sql = plan.head + ", ".join([plan.row_sql] * len(chunk)) + plan.tail
-        params = [value for row in values for value in row]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall() if plan.returning else ()

@@ -101,3 +101,22 @@ def test_bulk_enqueue_honours_jobs_changed_after_prepare_and_mixed_shapes():
     assert rows[2]["status"] == JobStatus.FAILED and rows[2]["last_error"] == "set by hand"
     assert rows[1]["status"] == rows[4]["status"] == JobStatus.READY and rows[1]["last_error"] == ""
     assert rows[3]["run_at"] == later and rows[1]["run_at"] < later
+
+
+@pytest.mark.django_db
+def test_init_signal_listeners_still_see_every_job_made():
+    from django.db.models.signals import post_init
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance)
+
+    post_init.connect(receiver, sender=Job)
+    try:
+        made = enqueue_many(jobs.add, [(1, 1), (2, 2)])
+        one = enqueue(jobs.add, 3, 3)
+    finally:
+        post_init.disconnect(receiver, sender=Job)
+    assert [job.args for job in seen[:3]] == [[1, 1], [2, 2], [3, 3]]
+    assert seen[:2] == made and seen[2] is one

@@ -35,7 +35,10 @@ def insert_loop(count: int) -> float:
 
 def bulk_insert_loop(count: int, batch: int = 1000) -> float:
     """The same rows in multi-row INSERTs of `batch` (UNNEST arrays on PostgreSQL); return jobs/s."""
-    columns = "id, name, args, kwargs, queue, priority, status, attempts, max_attempts, worker_ids, errors, last_error"
+    columns = (
+        "id, name, args, kwargs, queue, priority, status, attempts, max_attempts,"
+        " worker_ids, errors, last_error"
+    )
     constants = "'bench.jobs.noop', '[]', '{}', 'default', 0, 'READY', 0, 3, '[]', '[]', ''"
     started = time.perf_counter()
     with connection.cursor() as cursor:
@@ -43,7 +46,8 @@ def bulk_insert_loop(count: int, batch: int = 1000) -> float:
             ids = [str(uuid.uuid4()) for _ in range(min(batch, count - start))]
             if connection.vendor == "postgresql":
                 cursor.execute(
-                    f"INSERT INTO django_dbjobs_job ({columns}) SELECT i, {constants} FROM UNNEST(%s::text[]) AS t(i)",
+                    f"INSERT INTO django_dbjobs_job ({columns})"
+                    f" SELECT i, {constants} FROM UNNEST(%s::text[]) AS t(i)",
                     [ids],
                 )
             else:

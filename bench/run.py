@@ -21,8 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # The drain settings that were fastest on a 2-core machine (see bench/README.md).
-FASTEST = {"processes": 2, "args": ["--concurrency", "1", "--prefetch", "100"], "env": {}}
-FASTEST_SLEEPY = {"processes": 2, "args": ["--concurrency", "32"], "env": {}}
+# No-op jobs: one single-threaded process per core, claiming up to 1,000 at a time;
+# on SQLite a single process, as every claim and acknowledgement takes the one write lock.
+FASTEST = {
+    "sqlite": {"processes": 1, "args": ["--concurrency", "1", "--prefetch", "1000"], "env": {}},
+    "postgresql": {"processes": 2, "args": ["--concurrency", "1", "--prefetch", "1000"], "env": {}},
+    "mysql": {"processes": 2, "args": ["--concurrency", "1", "--prefetch", "1000"], "env": {}},
+}
+# 10 ms (I/O-like) jobs: many threads per process. A job thread only opens a database
+# connection if its job uses one: outcomes are written by the worker's main thread.
+FASTEST_SLEEPY = {"processes": 2, "args": ["--concurrency", "64"], "env": {}}
 DEFAULTS = {"processes": 1, "args": ["--concurrency", "2"], "env": {}}
 
 

@@ -107,7 +107,10 @@ def w1_all(runs: int, n1: int) -> dict:
     }
     raw_bulk = summarise(repeat(runs, lambda: raw.bulk_insert_loop(n1)))
     results["W1 raw multi-row INSERT (limit)"] = raw_bulk
-    results["W1 enqueue_many()"] = {**summarise(repeat(runs, lambda: w1_many(n1))), "limit": raw_bulk["median"]}
+    results["W1 enqueue_many()"] = {
+        **summarise(repeat(runs, lambda: w1_many(n1))),
+        "limit": raw_bulk["median"],
+    }
     results["W1 prepare() + bulk_enqueue()"] = {
         **summarise(repeat(runs, lambda: w1_bulk(n1))),
         "limit": raw_bulk["median"],
@@ -127,7 +130,7 @@ def w2_all(runs: int, n2: int) -> dict:
         "limit": raw10["median"],
     }
     results["W2 drain, fastest settings"] = {
-        **summarise(repeat(runs, lambda: drain(jobs.noop, n2, FASTEST, rss_fast))),
+        **summarise(repeat(runs, lambda: drain(jobs.noop, n2, FASTEST[connection.vendor], rss_fast))),
         "limit": raw100["median"],
     }
     results["W2 peak RSS per worker, defaults"] = {**summarise(rss_default), "unit": "MiB"}

@@ -133,18 +133,16 @@ APPEND_SQL = {
 }
 
 
-def claim_jobs(model, using: str, worker: str, limit: int, queues: list[str] | None) -> list:
-    """Lock up to `limit` due jobs in claim order, mark them RUNNING for `worker`, return them.
+def claim_statements(model, using: str, limit: int, queues: list[str] | None) -> tuple[str, str, list]:
+    """The claim's SQL: (pick, mark, pick parameters).
 
-    PostgreSQL and SQLite: one ``UPDATE ... WHERE id IN (SELECT ... [FOR UPDATE SKIP
-    LOCKED]) RETURNING``; on SQLite the statement itself holds the write lock.
-    MySQL/MariaDB have no UPDATE ... RETURNING: SELECT ... FOR UPDATE SKIP LOCKED,
-    then UPDATE, in one short transaction.
+    `pick` selects due READY jobs in claim order (``{what}`` is the column list),
+    locking them with SKIP LOCKED where rows can be locked; `mark` (parameters: the
+    worker twice, then its WHERE) makes them RUNNING for a worker.
     """
     connection = connections[using]
     vendor = connection.vendor
     table = connection.ops.quote_name(model._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
     now = NOW_SQL[vendor]
     queue_sql = f" AND queue IN ({', '.join(['%s'] * len(queues))})" if queues else ""
     pick = (
@@ -157,8 +155,21 @@ def claim_jobs(model, using: str, worker: str, limit: int, queues: list[str] | N
         f" started_at = COALESCE(started_at, {now}), last_attempted_at = {now},"
         f" worker_ids = {APPEND_SQL[vendor]}"
     )
-    pick_params = [*(queues or []), limit]
-    if vendor != "mysql":
+    return pick, mark, [*(queues or []), limit]
+
+
+def claim_jobs(model, using: str, worker: str, limit: int, queues: list[str] | None) -> list:
+    """Lock up to `limit` due jobs in claim order, mark them RUNNING for `worker`, return them.
+
+    PostgreSQL and SQLite: one ``UPDATE ... WHERE id IN (SELECT ... [FOR UPDATE SKIP
+    LOCKED]) RETURNING``; on SQLite the statement itself holds the write lock.
+    MySQL/MariaDB have no UPDATE ... RETURNING: SELECT ... FOR UPDATE SKIP LOCKED,
+    then UPDATE, in one short transaction.
+    """
+    connection = connections[using]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
+    pick, mark, pick_params = claim_statements(model, using, limit, queues)
+    if connection.vendor != "mysql":
         sql = f"{mark} WHERE id IN ({pick.format(what='id')}) RETURNING {columns}"
         jobs = list(model._base_manager.using(using).raw(sql, [worker, worker, *pick_params]))
         jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))

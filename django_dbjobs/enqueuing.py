@@ -43,7 +43,9 @@ def prepare(
 
     Raises an InvalidJob subclass naming the bad argument; nothing is written.
     """
-    fields, using = _fields(job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using)
+    fields, using = _fields(
+        job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
+    )
     return rows.build(fields, using)
 
 
@@ -96,7 +98,9 @@ def enqueue(
     With ``unique_key``, if a READY or RUNNING job of the same name has that key,
     nothing is written and that job is returned instead.
     """
-    fields, using = _fields(job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using)
+    fields, using = _fields(
+        job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
+    )
     instance = rows.build(fields, using)
     if unique_key is not None:
         instance, created = _insert_unique(instance, using)

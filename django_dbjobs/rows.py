@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models.expressions import DatabaseDefault
 from django.db.models.base import ModelState
+from django.db.models.expressions import DatabaseDefault
 from django.db.models.signals import post_init, post_save, pre_init, pre_save
 
 from . import db
@@ -99,7 +99,7 @@ def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -
             values[position[name]] = value
         if plain:
             instance = Job.__new__(Job)
-            instance.__dict__.update(zip(names, values))
+            instance.__dict__.update(zip(names, values, strict=True))
             instance._state = ModelState()
         else:
             instance = Job(*values)
@@ -173,7 +173,8 @@ def _made_shape(given: frozenset, shared: frozenset) -> tuple:
     shape = _made_shapes.get((given, shared))
     if shape is None:
         shape = _made_shapes[(given, shared)] = tuple(
-            "s" if spec.attname in shared else "p" if spec.attname in given else spec.unset for spec in _fields()
+            "s" if spec.attname in shared else "p" if spec.attname in given else spec.unset
+            for spec in _fields()
         )
     return shape
 
@@ -211,7 +212,9 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
     for spec, kind in zip(_fields(), shape, strict=True):
         field = spec.field
         if kind == "d":
-            converters = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(connection)
+            converters = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
+                connection
+            )
             returning.append((field, converters))
             continue
         columns.append(quote_name(field.column))
@@ -264,7 +267,11 @@ def _param(connection, spec: _Field, value: Any) -> Any:
 
 def _execute(connection, plan: _Plan, chunk: list[Job]) -> None:
     first = chunk[0]
-    once = {spec.attname: _param(connection, spec, getattr(first, spec.attname)) for spec, same in plan.slots if same}
+    once = {
+        spec.attname: _param(connection, spec, getattr(first, spec.attname))
+        for spec, same in plan.slots
+        if same
+    }
     if plan.unnest:
         params = [once[spec.attname] for spec, same in plan.slots if same]
         params += [

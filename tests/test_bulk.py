@@ -13,9 +13,7 @@ from django_dbjobs.models import Job, JobStatus
 from tests import jobs
 
 # Every column a job row has, compared between the fast paths and Model.save().
-COLUMNS = [
-    f.attname for f in Job._meta.concrete_fields if f.attname not in ("id", "run_at", "enqueued_at")
-]
+COLUMNS = [f.attname for f in Job._meta.concrete_fields if f.attname not in ("id", "run_at", "enqueued_at")]
 
 
 def stored(job):

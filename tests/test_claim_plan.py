@@ -1,0 +1,93 @@
+"""The claim stays an index scan however many finished jobs the table keeps.
+
+A million finished rows and 10,000 ready ones, written by the database itself (the
+fastest way to get there), then the query planner is asked about the exact claim
+statement the worker runs.
+"""
+
+import pytest
+from django.db import connection
+
+from django_dbjobs import db
+from django_dbjobs.models import Job
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+FINISHED, READY = 1_000_000, 10_000
+COLUMNS = (
+    "id, name, args, kwargs, queue, priority, status, attempts, max_attempts,"
+    " worker_ids, errors, last_error, run_at, enqueued_at"
+)
+
+
+# Per database: a row source of n numbers, the number column, a 36-character key
+# from a one-letter prefix and the number, the time now, and a minute ago.
+GENERATORS = {
+    "postgresql": (
+        "generate_series(1, {n}) AS s(n)",
+        "'{p}' || lpad(s.n::text, 35, '0')",
+        "now()",
+        "now() - interval '1 minute'",
+    ),
+    "mysql": (
+        "seq_1_to_{n} AS s",
+        "concat('{p}', lpad(s.seq, 35, '0'))",
+        "now(6)",
+        "now(6) - interval 1 minute",
+    ),
+    "sqlite": (
+        "(WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < {n})"
+        " SELECT n FROM c) AS s",
+        "'{p}' || printf('%035d', s.n)",
+        "strftime('%Y-%m-%d %H:%M:%f', 'now')",
+        "strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 minute')",
+    ),
+}
+
+
+def fill(cursor):
+    """Insert FINISHED successful and READY due rows with the database's own row generator."""
+    vendor = connection.vendor
+    rows, key, now, past = GENERATORS[vendor]
+    number = "s.seq" if vendor == "mysql" else "s.n"
+    for count, prefix, status, priority, run_at in (
+        (FINISHED, "f", "SUCCESSFUL", "0", now),
+        (READY, "r", "READY", f"{number} % 5", past),
+    ):
+        cursor.execute(
+            f"INSERT INTO django_dbjobs_job ({COLUMNS}) SELECT {key.format(p=prefix)}, 'tests.jobs.add',"
+            f" '[]', '{{}}', 'default', {priority}, '{status}', 0, 3, '[]', '[]', '', {run_at}, {now}"
+            f" FROM {rows.format(n=count)}"
+        )
+    if vendor == "mysql":
+        cursor.execute("ANALYZE TABLE django_dbjobs_job")
+        cursor.fetchall()
+    else:
+        cursor.execute("ANALYZE django_dbjobs_job" if vendor == "postgresql" else "ANALYZE")
+
+
+def test_claim_is_an_index_scan_with_a_million_finished_jobs():
+    pick, mark, params = db.claim_statements(Job, "default", 100, None)
+    with connection.cursor() as cursor:
+        fill(cursor)
+        assert Job.objects.filter(status="READY").count() == READY
+        vendor = connection.vendor
+        if vendor == "postgresql":
+            cursor.execute(f"EXPLAIN {mark} WHERE id IN ({pick.format(what='id')})", ["w", "w", *params])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "Index Scan using dbjobs_job_claim_idx" in plan, plan
+            assert "Seq Scan" not in plan and "Sort" not in plan, plan
+        elif vendor == "mysql":
+            cursor.execute(f"EXPLAIN {pick.format(what='id')}", params)
+            names = [column[0] for column in cursor.description]
+            (row,) = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+            assert row["key"] == "dbjobs_job_claim_idx", row
+            assert "filesort" not in (row["Extra"] or ""), row
+        else:
+            cursor.execute(f"EXPLAIN QUERY PLAN {pick.format(what='id')}", params)
+            plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+            assert (
+                "USING INDEX dbjobs_job_claim_idx" in plan
+                or "USING COVERING INDEX dbjobs_job_claim_idx" in plan
+            ), plan
+            assert "TEMP B-TREE" not in plan, plan

@@ -47,7 +47,9 @@ _fields_cache: list[_Field] = []
 
 
 def _fields() -> list[_Field]:
-    if not _fields_cache:
+    global _fields_cache
+    if not _fields_cache:  # built whole, then published: threads may race here harmlessly
+        specs = []
         for field in Job._meta.concrete_fields:
             sample = field.get_default()
             made_anew = field.has_default() and callable(field.default) and field.default not in (list, dict)
@@ -57,7 +59,7 @@ def _fields() -> list[_Field]:
                 make = field.get_default
             else:
                 make = None
-            _fields_cache.append(
+            specs.append(
                 _Field(
                     field,
                     field.attname,
@@ -67,6 +69,7 @@ def _fields() -> list[_Field]:
                     unset="p" if made_anew else "d" if isinstance(sample, DatabaseDefault) else "c",
                 )
             )
+        _fields_cache = specs
     return _fields_cache
 
 
@@ -185,7 +188,9 @@ _made_shapes: dict[tuple, tuple] = {}
 @dataclass(frozen=True)
 class _Plan:
     head: str  # "INSERT INTO ... (...) VALUES " (or the whole statement, with unnest)
-    row_sql: str  # "(%s, %s, 'READY', 0, ...)"
+    # One row of VALUES: SQL text, and the fields shared by all rows, whose values are
+    # written in as literals: ["(%s, ", <queue>, ", 'READY', 0, ...)"].
+    row: list
     tail: str  # " RETURNING ..." or ""
     # The placeholders of one row, in order: (field spec, shared by all rows?).
     slots: list
@@ -223,12 +228,14 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         elif unnest and kind == "p":
             arrays.append(f"%s::{'text' if spec.is_json else field.db_type(connection)}[]")
             values.append(f"c{len(arrays) - 1}" + ("::jsonb" if spec.is_json else ""))
+        elif unnest:  # a shared value: one scalar parameter in the SELECT list
+            values.append(json_placeholder if spec.is_json else "%s")
+            shared.append((spec, True))
+        elif kind == "s" and not spec.is_json:  # a shared value: a literal in each row
+            values.append(spec)
         else:
             values.append(json_placeholder if spec.is_json else "%s")
-            if unnest:
-                shared.append((spec, True))
-            else:
-                slots.append((spec, kind == "s"))
+            slots.append((spec, kind == "s"))
     table = quote_name(Job._meta.db_table)
     tail = ""
     if returning:
@@ -238,9 +245,13 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         specs = [spec for spec, kind in zip(_fields(), shape, strict=True) if kind == "p"]
         names = ", ".join(f"c{n}" for n in range(len(arrays)))
         head += f"SELECT {', '.join(values)} FROM UNNEST({', '.join(arrays)}) AS rows ({names})"
-        plan = _Plan(head, "", tail, shared + [(spec, False) for spec in specs], returning, unnest=True)
+        plan = _Plan(head, [], tail, shared + [(spec, False) for spec in specs], returning, unnest=True)
     else:
-        plan = _Plan(head + "VALUES ", "(" + ", ".join(values) + ")", tail, slots, returning)
+        row: list = ["("]
+        for n, value in enumerate(values):
+            row += [", ", value] if n else [value]
+        row.append(")")
+        plan = _Plan(head + "VALUES ", row, tail, slots, returning)
     _plans[(using, shape, many)] = plan
     return plan
 
@@ -255,6 +266,16 @@ def _literal(spec: _Field, quote) -> str:
     if isinstance(value, str):
         return str(quote(value))
     return str(int(value))
+
+
+def _shared_literal(connection, spec: _Field, job: Job, quote) -> str:
+    """A value every row shares, as SQL text (a validated name, number or time)."""
+    value = _param(connection, spec, getattr(job, spec.attname))
+    if value is None:
+        return "NULL"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return str(quote(str(value))).replace("%", "%%")
 
 
 def _param(connection, spec: _Field, value: Any) -> Any:
@@ -286,7 +307,12 @@ def _execute(connection, plan: _Plan, chunk: list[Job]) -> None:
             for job in chunk
             for spec, same in plan.slots
         ]
-        sql = plan.head + ", ".join([plan.row_sql] * len(chunk)) + plan.tail
+        quote = connection.schema_editor().quote_value
+        row_sql = "".join(
+            part if isinstance(part, str) else _shared_literal(connection, part, first, quote)
+            for part in plan.row
+        )
+        sql = plan.head + ", ".join([row_sql] * len(chunk)) + plan.tail
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall() if plan.returning else ()

@@ -94,11 +94,17 @@ def test_bulk_enqueue_honours_jobs_changed_after_prepare_and_mixed_shapes():
     changed.status = JobStatus.FAILED  # not what prepare() made: must still be stored as set
     changed.last_error = "set by hand"
     deferred = prepare(jobs.add, 3, 3, run_at=later)
-    bulk_enqueue([plain, changed, deferred, prepare(jobs.add, 4, 4)])
-    rows = {row["args"][0]: row for row in Job.objects.values("args", "status", "last_error", "run_at")}
+    deferred_more = prepare(jobs.add, 5, 5, run_at=later + datetime.timedelta(days=1), priority=9)
+    bulk_enqueue([plain, changed, deferred, prepare(jobs.add, 4, 4), deferred_more])
+    rows = {
+        row["args"][0]: row
+        for row in Job.objects.values("args", "status", "last_error", "run_at", "priority")
+    }
     assert rows[2]["status"] == JobStatus.FAILED and rows[2]["last_error"] == "set by hand"
     assert rows[1]["status"] == rows[4]["status"] == JobStatus.READY and rows[1]["last_error"] == ""
     assert rows[3]["run_at"] == later and rows[1]["run_at"] < later
+    assert (rows[5]["run_at"], rows[5]["priority"]) == (later + datetime.timedelta(days=1), 9)
+    assert deferred.run_at == later and plain.run_at == rows[1]["run_at"], "returned jobs carry their times"
 
 
 @pytest.mark.django_db

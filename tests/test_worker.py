@@ -29,7 +29,9 @@ def test_committed_job_is_run_by_a_worker_in_another_process(run_jobs):
 
 @pytest.mark.slow
 def test_two_workers_drain_2000_jobs_without_running_any_twice(run_jobs, record_file):
-    bulk_enqueue(prepare(jobs.record, i) for i in range(2000))
+    # 3 ms a job: long enough that the second process starts before the first has
+    # drained everything (a no-op job queue empties in well under its start-up time).
+    bulk_enqueue(prepare(jobs.sleep_then_record, 0.003, i) for i in range(2000))
     workers = [run_jobs("--burst", "--concurrency", "2", "-v", "0") for _ in range(2)]
     for worker in workers:
         assert worker.wait(timeout=240) == 0, worker.output()

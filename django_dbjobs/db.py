@@ -65,6 +65,14 @@ def seconds_from_now(seconds: float) -> models.Expression:
     return Now() + datetime.timedelta(seconds=seconds)
 
 
+def database_now(using: str = "default"):
+    """The database clock as the driver returns it (SQLite: text; MySQL: naive UTC)."""
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {NOW_SQL[connection.vendor]}", [])  # [] so "%%" becomes "%"
+        return cursor.fetchone()[0]
+
+
 def rejects_nul(using: str = "default") -> bool:
     """True where text and JSON columns cannot store U+0000 (PostgreSQL)."""
     return connections[using].vendor == "postgresql"

@@ -15,7 +15,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, router, transaction
 
-from . import db, registry, rows, validation, wakeup
+from . import db, inserts, registry, rows, validation, wakeup
 from .conf import settings
 from .exceptions import InvalidJob, InvalidJobArguments
 from .models import Job
@@ -107,7 +107,7 @@ def enqueue(
         if not created:
             return instance
     else:
-        rows.insert([instance], using, signals=True, given=frozenset(fields))
+        inserts.insert([instance], using, signals=True, given=frozenset(fields))
     _enqueued([instance], using)
     return instance
 
@@ -150,7 +150,7 @@ def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
             raise InvalidJob("bulk_enqueue() does not take unique_key; use enqueue() for unique jobs.")
     using = jobs[0]._state.db or router.db_for_write(Job)
     with transaction.atomic(using=using):
-        rows.insert(jobs, using, batch_size=batch_size)
+        inserts.insert(jobs, using, batch_size=batch_size)
         _enqueued(jobs, using)
     return jobs
 
@@ -194,7 +194,7 @@ def enqueue_many(
         return []
     with transaction.atomic(using=using):
         shared = frozenset(common) - {"args", "kwargs"}
-        rows.insert(jobs, using, batch_size=batch_size, given=shared | {"args", "kwargs"}, shared=shared)
+        inserts.insert(jobs, using, batch_size=batch_size, given=shared | {"args", "kwargs"}, shared=shared)
         _enqueued(jobs, using)
     return jobs
 

@@ -1,0 +1,272 @@
+"""INSERTing Job rows fast: the second half of enqueue()'s hot path (rows.py is the first).
+
+``Model.save()`` and ``bulk_create()`` compile the INSERT and prepare every column of
+every row anew; for a one-row INSERT that costs more than the database's own work.
+Here the SQL is made once per database, row count and shape of row: a column still
+at its default (status, attempts, the empty error list, ...) is written into the SQL
+as a literal, only the job's own values travel as parameters (values shared by every
+row once), PostgreSQL gets ``UNNEST`` arrays, and the columns the database fills in
+(``run_at``, ``enqueued_at``: the database clock) are read back with ``RETURNING`` for
+one row; for many, the clock is read once and sent as a value every row shares.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.models.expressions import DatabaseDefault
+from django.db.models.signals import post_save, pre_save
+
+from . import db
+from .models import Job
+from .rows import MISSING, FieldSpec, field_specs
+
+_PLAIN = (str, int, type(None))
+
+
+def insert(
+    instances: list[Job],
+    using: str,
+    batch_size: int = 1000,
+    signals: bool = False,
+    given: frozenset | None = None,
+    shared: frozenset = frozenset(),
+) -> None:
+    """INSERT unsaved jobs in as few statements as the database allows; read back its defaults.
+
+    The rows are those ``save(force_insert=True)`` would write. With `signals` (one job
+    from enqueue()), Job's save signals are honoured by falling back to save(); the
+    bulk path sends none, as ``bulk_create()`` does. MySQL, which cannot return
+    columns from an INSERT, goes through ``bulk_create()``. `given` says that every
+    job was made by build() or build_many() from values for these fields, so no row
+    needs checking for fields changed since; of those, the `shared` ones have the
+    same value in every job (sent once, not once per row).
+    """
+    connection = connections[using]
+    if signals and (pre_save.has_listeners(Job) or post_save.has_listeners(Job)):
+        for instance in instances:
+            instance.save(using=using, force_insert=True)
+        return
+    if not connection.features.can_return_rows_from_bulk_insert:
+        Job.objects.using(using).bulk_create(instances, batch_size=batch_size)
+        return
+    shapes: dict[tuple, list[Job]] = {}
+    if given is not None:
+        shapes[_made_shape(given, shared)] = instances
+    else:
+        for instance in instances:
+            shapes.setdefault(_shape(instance), []).append(instance)
+    with transaction.mark_for_rollback_on_error(using):
+        for shape, group in shapes.items():
+            if len(group) > 1 and "d" in shape:
+                shape = _clock_once(connection, shape, group)
+            plan = _plan(using, shape, many=len(group) > 1)
+            size = batch_size
+            if connection.features.max_query_params and plan.slots:
+                size = max(1, min(size, connection.features.max_query_params // len(plan.slots)))
+            for start in range(0, len(group), size):
+                _execute(connection, plan, group[start : start + size])
+    for instance in instances:
+        instance._state.adding = False
+        instance._state.db = using
+
+
+def _clock_once(connection, shape: tuple, group: list[Job]) -> tuple:
+    """Fill the database-clock columns of many rows from one read of the clock.
+
+    Reading ``run_at`` and ``enqueued_at`` back from every row (``RETURNING``) costs a
+    multi-row INSERT about a third of its time; one ``SELECT`` of the clock, sent
+    back as a value all rows share, gives the same database time for far less.
+    """
+    raw = db.database_now(connection.alias)
+    filled = []
+    for spec, kind in zip(field_specs(), shape, strict=True):
+        if kind == "d":
+            field, value = spec.field, raw
+            for converter in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
+                connection
+            ):
+                value = converter(value, field.cached_col, connection)
+            for job in group:
+                setattr(job, spec.attname, value)
+        filled.append("s" if kind == "d" else kind)
+    return tuple(filled)
+
+
+def _shape(instance: Job) -> tuple:
+    """Per field: 'd' filled by the database, 'c' at its constant default, 'p' a
+    parameter per row, 's' one parameter shared by all rows."""
+    shape = []
+    for spec in field_specs():
+        value = getattr(instance, spec.attname)
+        if isinstance(value, DatabaseDefault):
+            shape.append("d")
+        elif spec.default is not MISSING and value == spec.default and type(value) is type(spec.default):
+            shape.append("c")
+        else:
+            shape.append("p")
+    return tuple(shape)
+
+
+def _made_shape(given: frozenset, shared: frozenset) -> tuple:
+    """The shape of the jobs build() makes from values for the `given` fields."""
+    shape = _made_shapes.get((given, shared))
+    if shape is None:
+        shape = _made_shapes[(given, shared)] = tuple(
+            "s" if spec.attname in shared else "p" if spec.attname in given else spec.unset
+            for spec in field_specs()
+        )
+    return shape
+
+
+_made_shapes: dict[tuple, tuple] = {}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    head: str  # "INSERT INTO ... (...) VALUES " (or the whole statement, with unnest)
+    # One row of VALUES: SQL text, and the fields shared by all rows, whose values are
+    # written in as literals: ["(%s, ", <queue>, ", 'READY', 0, ...)"].
+    row: list
+    tail: str  # " RETURNING ..." or ""
+    # The placeholders of one row, in order: (field spec, shared by all rows?).
+    slots: list
+    returning: list  # (field, converters) of the columns read back
+    # PostgreSQL: ``INSERT ... SELECT FROM UNNEST(...)`` with one array parameter per
+    # column: a short statement whatever the row count, parsed far faster than long
+    # VALUES lists. Shared values come first (the SELECT list), then the arrays.
+    unnest: bool = False
+
+
+_plans: dict[tuple, _Plan] = {}
+
+
+def _plan(using: str, shape: tuple, many: bool) -> _Plan:
+    plan = _plans.get((using, shape, many))
+    if plan is not None:
+        return plan
+    connection = connections[using]
+    unnest = many and connection.vendor == "postgresql"
+    quote_name = connection.ops.quote_name
+    quote = connection.schema_editor().quote_value
+    json_placeholder = db.JSON_PLACEHOLDER[connection.vendor]
+    columns, values, slots, returning, arrays, shared = [], [], [], [], [], []
+    for spec, kind in zip(field_specs(), shape, strict=True):
+        field = spec.field
+        if kind == "d":
+            converters = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
+                connection
+            )
+            returning.append((field, converters))
+            continue
+        columns.append(quote_name(field.column))
+        if kind == "c":
+            values.append(_literal(spec, quote).replace("%", "%%"))
+        elif unnest and kind == "p":
+            arrays.append(f"%s::{'text' if spec.is_json else field.db_type(connection)}[]")
+            values.append(f"c{len(arrays) - 1}" + ("::jsonb" if spec.is_json else ""))
+        elif unnest:  # a shared value: one scalar parameter in the SELECT list
+            values.append(json_placeholder if spec.is_json else "%s")
+            shared.append((spec, True))
+        elif kind == "s" and not spec.is_json:  # a shared value: a literal in each row
+            values.append(spec)
+        else:
+            values.append(json_placeholder if spec.is_json else "%s")
+            slots.append((spec, kind == "s"))
+    table = quote_name(Job._meta.db_table)
+    tail = ""
+    if returning:
+        tail = " RETURNING " + ", ".join(quote_name(field.column) for field, _c in returning)
+    head = f"INSERT INTO {table} ({', '.join(columns)}) "
+    if unnest:
+        specs = [spec for spec, kind in zip(field_specs(), shape, strict=True) if kind == "p"]
+        names = ", ".join(f"c{n}" for n in range(len(arrays)))
+        head += f"SELECT {', '.join(values)} FROM UNNEST({', '.join(arrays)}) AS rows ({names})"
+        plan = _Plan(head, [], tail, shared + [(spec, False) for spec in specs], returning, unnest=True)
+    else:
+        row: list = ["("]
+        for n, value in enumerate(values):
+            row += [", ", value] if n else [value]
+        row.append(")")
+        plan = _Plan(head + "VALUES ", row, tail, slots, returning)
+    _plans[(using, shape, many)] = plan
+    return plan
+
+
+def _literal(spec: FieldSpec, quote) -> str:
+    """SQL text for a constant default: None, an integer, a string, or JSON."""
+    value = spec.default
+    if value is None:
+        return "NULL"
+    if spec.is_json:
+        return str(quote(json.dumps(value)))
+    if isinstance(value, str):
+        return str(quote(value))
+    return str(int(value))
+
+
+def _shared_literal(connection, spec: FieldSpec, job: Job, quote) -> str:
+    """A value every row shares, as SQL text (a validated name, number or time)."""
+    value = _param(connection, spec, getattr(job, spec.attname))
+    if value is None:
+        return "NULL"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return str(quote(str(value))).replace("%", "%%")
+
+
+def _param(connection, spec: FieldSpec, value: Any) -> Any:
+    if spec.is_json:
+        return None if value is None else json.dumps(value)
+    if type(value) in _PLAIN:
+        return value
+    return spec.field.get_db_prep_save(value, connection)
+
+
+def _execute(connection, plan: _Plan, chunk: list[Job]) -> None:
+    first = chunk[0]
+    once = {
+        spec.attname: _param(connection, spec, getattr(first, spec.attname))
+        for spec, same in plan.slots
+        if same
+    }
+    if plan.unnest:
+        params = [once[spec.attname] for spec, same in plan.slots if same]
+        params += [
+            [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
+            for spec, same in plan.slots
+            if not same
+        ]
+        sql = plan.head + plan.tail
+    else:
+        params = [
+            once[spec.attname] if same else _param(connection, spec, getattr(job, spec.attname))
+            for job in chunk
+            for spec, same in plan.slots
+        ]
+        quote = connection.schema_editor().quote_value
+        row_sql = "".join(
+            part if isinstance(part, str) else _shared_literal(connection, part, first, quote)
+            for part in plan.row
+        )
+        sql = plan.head + ", ".join([row_sql] * len(chunk)) + plan.tail
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall() if plan.returning else ()
+    if not plan.returning:
+        return
+    # Rows of one statement mostly share the database clock: convert each value once.
+    converted: dict = {}
+    for instance, row in zip(chunk, rows, strict=True):
+        for (field, converters), raw in zip(plan.returning, row, strict=True):
+            key = (field.attname, raw)
+            value = converted.get(key, MISSING)
+            if value is MISSING:
+                value = raw
+                for converter in converters:
+                    value = converter(value, field.cached_col, connection)
+                converted[key] = value
+            setattr(instance, field.attname, value)

@@ -20,6 +20,7 @@ from .conf import settings
 from .heartbeat import Heartbeat
 from .models import Job, WorkerProcess
 from .outage import Outage
+from .stop_signals import StopSignals
 from .sweep import Sweeper
 
 logger = logging.getLogger("django_dbjobs")
@@ -87,7 +88,8 @@ class Worker:
         """Work until stopped (signal, --burst drained, or --max-jobs reached)."""
         db.ensure_supported(self.using)
         registry.autodiscover()
-        self._install_signal_handlers()
+        signals = StopSignals(self._on_signal)
+        signals.install()  # before any thread starts: see stop_signals.py
         wakeup.subscribe(self._wake)
         self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues)
         self._waiter.start()
@@ -114,6 +116,7 @@ class Worker:
             self._shutdown()
             self._waiter.stop()
             wakeup.unsubscribe(self._wake)
+            signals.uninstall()
 
     def stop(self) -> None:
         """Ask the worker to stop claiming and finish; a second call stops at once."""
@@ -122,21 +125,14 @@ class Worker:
         self._stopping = True
         self._wake.set()
 
-    def _install_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def handle(signum, frame):
-            logger.info(
-                "Worker received %s id=%s: %s",
-                signal.Signals(signum).name,
-                self.id,
-                "releasing running jobs now" if self._stopping else "finishing running jobs",
-            )
-            self.stop()
-
-        signal.signal(signal.SIGTERM, handle)
-        signal.signal(signal.SIGINT, handle)
+    def _on_signal(self, signum: int) -> None:
+        logger.info(
+            "Worker received %s id=%s: %s",
+            signal.Signals(signum).name,
+            self.id,
+            "releasing running jobs now" if self._stopping else "finishing running jobs",
+        )
+        self.stop()
 
     def _register(self) -> None:
         WorkerProcess.objects.using(self.using).create(

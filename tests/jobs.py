@@ -68,6 +68,12 @@ def sleep_then_record(seconds, value):
     return record(value)
 
 
+@job
+def blocked_signals():
+    """The signals blocked in the thread running this job."""
+    return sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
 def not_registered(x):
     return x
 

@@ -107,6 +107,20 @@ def test_second_signal_releases_and_exits_at_once(run_jobs):
     assert (job.status, job.attempts) == (JobStatus.READY, 0)
 
 
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no POSIX signal masks here")
+def test_stop_signals_never_interrupt_the_threads_that_use_the_database():
+    """SIGTERM/SIGINT are blocked in every worker thread and taken by one sigwait() thread,
+    so no database driver call is interrupted; afterwards everything is as before."""
+    job = enqueue(jobs.blocked_signals)
+    before = signal.getsignal(signal.SIGTERM), signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    Worker(burst=True).run()  # in the main thread, as run_jobs runs it
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCESSFUL
+    assert {int(signal.SIGTERM), int(signal.SIGINT)} <= set(job.return_value)
+    assert (signal.getsignal(signal.SIGTERM), signal.pthread_sigmask(signal.SIG_BLOCK, [])) == before
+    assert not [t for t in threading.enumerate() if t.name == "dbjobs-signals"], "signal thread ended"
+
+
 def test_worker_in_this_process_is_woken_by_commit(settings):
     worker = Worker(poll_interval=30)
     thread = threading.Thread(target=worker.run)

@@ -1,0 +1,63 @@
+"""SIGTERM and SIGINT for the worker, received on a thread of their own.
+
+A signal handled the usual way interrupts whatever system call the main thread is in.
+Python retries its own calls (PEP 475), but a database driver's C code may not:
+mysqlclient, interrupted while reading a reply, can leave its connection waiting for
+an answer that never comes. So the worker blocks these signals in its main thread
+before it starts any other (threads inherit the mask), and one thread takes them
+with ``sigwait()``: no database call anywhere is ever interrupted. Where that is not
+available (Windows), or for a signal delivered to a thread started earlier, ordinary
+Python handlers do the same job.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
+
+class StopSignals:
+    """Call `on_signal(signum)` for every SIGTERM/SIGINT until uninstall()."""
+
+    def __init__(self, on_signal: Callable[[int], None]):
+        self.on_signal = on_signal
+        self._previous: dict = {}
+        self._blocked = False
+        self._done = False
+        self._thread: threading.Thread | None = None
+
+    def install(self) -> None:
+        """Take the signals; call it in the main thread, before starting other threads."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        if hasattr(signal, "pthread_sigmask") and hasattr(signal, "sigwait"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            self._blocked = True
+            self._thread = threading.Thread(target=self._wait, name="dbjobs-signals", daemon=True)
+            self._thread.start()
+
+    def uninstall(self) -> None:
+        """Give the signals back as they were; end the signal thread."""
+        self._done = True
+        if self._thread is not None:
+            signal.pthread_kill(self._thread.ident, signal.SIGTERM)  # blocked there: sigwait() returns
+            self._thread.join(1)
+        if self._blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+
+    def _wait(self) -> None:
+        while not self._done:
+            signum = signal.sigwait(STOP_SIGNALS)
+            if not self._done:
+                self.on_signal(signum)
+
+    def _handle(self, signum, frame) -> None:
+        self.on_signal(signum)

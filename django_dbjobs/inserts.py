@@ -129,7 +129,7 @@ _made_shapes: dict[tuple, tuple] = {}
 class _Plan:
     head: str  # "INSERT INTO ... (...) VALUES " (or the whole statement, with unnest)
     # One row of VALUES: SQL text, and the fields shared by all rows, whose values are
-    # written in as literals: ["(%s, ", <queue>, ", 'READY', 0, ...)"].
+    # written in as literals: ["(%s, ", <queue>, ", 'READY', 0, ...)"]; one string if none.
     row: list
     tail: str  # " RETURNING ..." or ""
     # The placeholders of one row, in order: (field spec, shared by all rows?).
@@ -191,6 +191,8 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         for n, value in enumerate(values):
             row += [", ", value] if n else [value]
         row.append(")")
+        if all(isinstance(part, str) for part in row):
+            row = ["".join(row)]
         plan = _Plan(head + "VALUES ", row, tail, slots, returning)
     _plans[(using, shape, many)] = plan
     return plan
@@ -247,11 +249,14 @@ def _execute(connection, plan: _Plan, chunk: list[Job]) -> None:
             for job in chunk
             for spec, same in plan.slots
         ]
-        quote = connection.schema_editor().quote_value
-        row_sql = "".join(
-            part if isinstance(part, str) else _shared_literal(connection, part, first, quote)
-            for part in plan.row
-        )
+        if len(plan.row) == 1:  # nothing shared written in: the row is fixed text
+            row_sql = plan.row[0]
+        else:
+            quote = connection.schema_editor().quote_value
+            row_sql = "".join(
+                part if isinstance(part, str) else _shared_literal(connection, part, first, quote)
+                for part in plan.row
+            )
         sql = plan.head + ", ".join([row_sql] * len(chunk)) + plan.tail
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -70,21 +70,36 @@ def build(fields: dict[str, Any], using: str) -> Job:
     return build_many(fields, [{}], using)[0]
 
 
-def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -> list[Job]:
-    """Return one unsaved Job per dict in `each`: its fields over the `common` ones."""
-    template, fresh, position = [], [], {}
-    for index, spec in enumerate(field_specs()):
-        position[spec.attname] = index
-        value = common.get(spec.attname, MISSING)
-        if value is MISSING:
-            if spec.make is not None:
+def _recipe(given: tuple[str, ...]) -> tuple[list, list, dict, list]:
+    """For jobs given these fields: the defaults template, the fresh-value makers of the
+    fields not given, each field's position, and the field names in order."""
+    recipe = _recipes.get(given)
+    if recipe is None:
+        template, fresh, position = [], [], {}
+        for index, spec in enumerate(field_specs()):
+            position[spec.attname] = index
+            if spec.attname not in given and spec.make is not None:
                 fresh.append((index, spec.make))
-            value = spec.default
-        template.append(value)
+            template.append(spec.default)
+        recipe = _recipes[given] = (template, fresh, position, [spec.attname for spec in field_specs()])
+    return recipe
+
+
+_recipes: dict[tuple, tuple] = {}
+
+
+def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -> list[Job]:
+    """Return one unsaved Job per dict in `each`: its fields over the `common` ones.
+
+    Every dict in `each` names the same fields.
+    """
+    template, fresh, position, names = _recipe(tuple(common) + tuple(each[0]) if each else tuple(common))
+    template = template.copy()
+    for name, value in common.items():
+        template[position[name]] = value
     # Model.__init__ only sets each field's attribute (no field of Job has a data
     # descriptor) between the init signals; without listeners, do just that.
     plain = not (pre_init.has_listeners(Job) or post_init.has_listeners(Job))
-    names = [spec.attname for spec in field_specs()]
     jobs = []
     for fields in each:
         values = template.copy()

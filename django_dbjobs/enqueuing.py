@@ -193,8 +193,8 @@ def enqueue_many(
     if not jobs:
         return []
     with transaction.atomic(using=using):
-        shared = frozenset(common) - {"args", "kwargs"}
-        inserts.insert(jobs, using, batch_size=batch_size, given=shared | {"args", "kwargs"}, shared=shared)
+        given = frozenset(common)  # args and kwargs included
+        inserts.insert(jobs, using, batch_size=batch_size, given=given, shared=given - {"args", "kwargs"})
         _enqueued(jobs, using)
     return jobs
 

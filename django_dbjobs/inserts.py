@@ -65,8 +65,8 @@ def insert(
                 shape = _clock_once(connection, shape, group)
             plan = _plan(using, shape, many=len(group) > 1)
             size = batch_size
-            if connection.features.max_query_params and plan.slots:
-                size = max(1, min(size, connection.features.max_query_params // len(plan.slots)))
+            if connection.features.max_query_params and plan.params:
+                size = max(1, min(size, connection.features.max_query_params // len(plan.params)))
             for start in range(0, len(group), size):
                 _execute(connection, plan, group[start : start + size])
     for instance in instances:
@@ -98,7 +98,7 @@ def _clock_once(connection, shape: tuple, group: list[Job]) -> tuple:
 
 def _shape(instance: Job) -> tuple:
     """Per field: 'd' filled by the database, 'c' at its constant default, 'p' a
-    parameter per row, 's' one parameter shared by all rows."""
+    parameter per row (_made_shape() also knows 's': one value shared by all rows)."""
     shape = []
     for spec in field_specs():
         value = getattr(instance, spec.attname)
@@ -129,16 +129,16 @@ _made_shapes: dict[tuple, tuple] = {}
 class _Plan:
     head: str  # "INSERT INTO ... (...) VALUES " (or the whole statement, with unnest)
     # One row of VALUES: SQL text, and the fields shared by all rows, whose values are
-    # written in as literals: ["(%s, ", <queue>, ", 'READY', 0, ...)"]; one string if none.
+    # written in as literals: ["(%s, ", <queue spec>, ", 'READY', 0, ...)"].
     row: list
     tail: str  # " RETURNING ..." or ""
-    # The placeholders of one row, in order: (field spec, shared by all rows?).
-    slots: list
+    params: list  # the fields sent as a parameter for every row, in order
     returning: list  # (field, converters) of the columns read back
     # PostgreSQL: ``INSERT ... SELECT FROM UNNEST(...)`` with one array parameter per
     # column: a short statement whatever the row count, parsed far faster than long
-    # VALUES lists. Shared values come first (the SELECT list), then the arrays.
+    # VALUES lists. The values every row shares are scalar parameters before them.
     unnest: bool = False
+    shared: list = ()  # with unnest: the fields sent once, as scalar parameters
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -153,7 +153,7 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
     quote_name = connection.ops.quote_name
     quote = connection.schema_editor().quote_value
     json_placeholder = db.JSON_PLACEHOLDER[connection.vendor]
-    columns, values, slots, returning, arrays, shared = [], [], [], [], [], []
+    columns, values, params, returning, arrays, shared = [], [], [], [], [], []
     for spec, kind in zip(field_specs(), shape, strict=True):
         field = spec.field
         if kind == "d":
@@ -165,27 +165,27 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         columns.append(quote_name(field.column))
         if kind == "c":
             values.append(_literal(spec, quote).replace("%", "%%"))
-        elif unnest and kind == "p":
+        elif kind == "s" and unnest:  # one scalar parameter in the SELECT list
+            values.append(json_placeholder if spec.is_json else "%s")
+            shared.append(spec)
+        elif kind == "s":  # a literal in every row, filled in per statement
+            values.append(spec)
+        elif unnest:
             arrays.append(f"%s::{'text' if spec.is_json else field.db_type(connection)}[]")
             values.append(f"c{len(arrays) - 1}" + ("::jsonb" if spec.is_json else ""))
-        elif unnest:  # a shared value: one scalar parameter in the SELECT list
-            values.append(json_placeholder if spec.is_json else "%s")
-            shared.append((spec, True))
-        elif kind == "s" and not spec.is_json:  # a shared value: a literal in each row
-            values.append(spec)
+            params.append(spec)
         else:
             values.append(json_placeholder if spec.is_json else "%s")
-            slots.append((spec, kind == "s"))
+            params.append(spec)
     table = quote_name(Job._meta.db_table)
     tail = ""
     if returning:
         tail = " RETURNING " + ", ".join(quote_name(field.column) for field, _c in returning)
     head = f"INSERT INTO {table} ({', '.join(columns)}) "
     if unnest:
-        specs = [spec for spec, kind in zip(field_specs(), shape, strict=True) if kind == "p"]
         names = ", ".join(f"c{n}" for n in range(len(arrays)))
         head += f"SELECT {', '.join(values)} FROM UNNEST({', '.join(arrays)}) AS rows ({names})"
-        plan = _Plan(head, [], tail, shared + [(spec, False) for spec in specs], returning, unnest=True)
+        plan = _Plan(head, [], tail, params, returning, unnest=True, shared=shared)
     else:
         row: list = ["("]
         for n, value in enumerate(values):
@@ -193,7 +193,7 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         row.append(")")
         if all(isinstance(part, str) for part in row):
             row = ["".join(row)]
-        plan = _Plan(head + "VALUES ", row, tail, slots, returning)
+        plan = _Plan(head + "VALUES ", row, tail, params, returning)
     _plans[(using, shape, many)] = plan
     return plan
 
@@ -230,24 +230,15 @@ def _param(connection, spec: FieldSpec, value: Any) -> Any:
 
 def _execute(connection, plan: _Plan, chunk: list[Job]) -> None:
     first = chunk[0]
-    once = {
-        spec.attname: _param(connection, spec, getattr(first, spec.attname))
-        for spec, same in plan.slots
-        if same
-    }
     if plan.unnest:
-        params = [once[spec.attname] for spec, same in plan.slots if same]
+        params = [_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
         params += [
-            [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
-            for spec, same in plan.slots
-            if not same
+            [_param(connection, spec, getattr(job, spec.attname)) for job in chunk] for spec in plan.params
         ]
         sql = plan.head + plan.tail
     else:
         params = [
-            once[spec.attname] if same else _param(connection, spec, getattr(job, spec.attname))
-            for job in chunk
-            for spec, same in plan.slots
+            _param(connection, spec, getattr(job, spec.attname)) for job in chunk for spec in plan.params
         ]
         if len(plan.row) == 1:  # nothing shared written in: the row is fixed text
             row_sql = plan.row[0]
@@ -260,18 +251,11 @@ def _execute(connection, plan: _Plan, chunk: list[Job]) -> None:
         sql = plan.head + ", ".join([row_sql] * len(chunk)) + plan.tail
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        rows = cursor.fetchall() if plan.returning else ()
-    if not plan.returning:
-        return
-    # Rows of one statement mostly share the database clock: convert each value once.
-    converted: dict = {}
+        if not plan.returning:
+            return
+        rows = cursor.fetchall()
     for instance, row in zip(chunk, rows, strict=True):
-        for (field, converters), raw in zip(plan.returning, row, strict=True):
-            key = (field.attname, raw)
-            value = converted.get(key, MISSING)
-            if value is MISSING:
-                value = raw
-                for converter in converters:
-                    value = converter(value, field.cached_col, connection)
-                converted[key] = value
+        for (field, converters), value in zip(plan.returning, row, strict=True):
+            for converter in converters:
+                value = converter(value, field.cached_col, connection)
             setattr(instance, field.attname, value)

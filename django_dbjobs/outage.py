@@ -24,16 +24,22 @@ MAX_PAUSE = 30.0
 class Outage:
     """The worker's backoff through database errors: 0.5 s doubling to 30 s, reset on success."""
 
-    def __init__(self, wake: threading.Event, on_error: Callable[[], None]):
+    def __init__(
+        self,
+        wake: threading.Event,
+        on_error: Callable[[], None],
+        give_up: Callable[[], bool] = lambda: False,
+    ):
         self.wake = wake
         self.on_error = on_error
+        self.give_up = give_up  # checked after each error: pause once more and return None
         self.pause = FIRST_PAUSE
 
     def call(self, action: Callable[[], T], what: str, once: bool = False) -> T | None:
         """Run `action`, retrying with backoff while the database is down.
 
-        With `once` it pauses a single time (a wake cuts the pause short) and returns
-        None, so the caller's loop can notice a stop request.
+        With `once`, or once `give_up()` is true (a forced stop), it pauses a single
+        time (a wake cuts the pause short) and returns None, so the caller can move on.
         """
         while True:
             try:
@@ -44,7 +50,7 @@ class Outage:
                 logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
                 self.on_error()
                 close_broken_connections()
-                if once:
+                if once or self.give_up():
                     self.wake.wait(pause)
                     self.wake.clear()
                     return None

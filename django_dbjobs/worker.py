@@ -78,7 +78,7 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
-        self._outage = Outage(self._wake, on_error=self._database_error)
+        self._outage = Outage(self._wake, on_error=self._database_error, give_up=lambda: self._forced)
         # A claim failed: it may have committed all the same (see _release_unheld).
         self._claim_in_doubt = False
 

@@ -10,6 +10,7 @@ from typing import Any
 from . import execution
 from .conf import settings
 from .models import Job, JobStatus
+from .outage import Outage
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -17,14 +18,16 @@ logger = logging.getLogger("django_dbjobs")
 class SuccessBatch:
     """Successes a worker's threads reported, waiting to be stored together.
 
-    A success waits at most DBJOBS_ACK_DELAY here; if the worker dies first, the sweep
-    recovers the job and it runs again: at least once, never lost.
+    A success waits at most DBJOBS_ACK_DELAY here. If the worker dies first, the sweep
+    gives the job back uncharged (it may not have run, as far as the database knows)
+    and it runs again: at least once, never lost, never dead-lettered for it.
     """
 
-    def __init__(self, worker_id: str, using: str, wake: threading.Event):
+    def __init__(self, worker_id: str, using: str, wake: threading.Event, outage: Outage):
         self.worker_id = worker_id
         self.using = using
         self.wake = wake
+        self.outage = outage
         self._items: list[tuple[Job, Any]] = []
         self._since = 0.0
         self._lock = threading.Lock()
@@ -52,7 +55,12 @@ class SuccessBatch:
             return max(0.0, self._since + settings.ACK_DELAY - time.monotonic())
 
     def flush(self, force: bool = False) -> None:
-        """Store the batch if it is full, due, or `force`d; report each outcome."""
+        """Store the batch if it is full, due, or `force`d; report each outcome.
+
+        Outages are waited out (a forced stop ends the wait: the jobs stay RUNNING and
+        are released or recovered). A batch the database refuses for one job's value
+        is stored again job by job, so only that job fails.
+        """
         with self._lock:
             if not self._items:
                 return
@@ -60,13 +68,21 @@ class SuccessBatch:
             if not (force or due or len(self._items) >= settings.ACK_BATCH_SIZE):
                 return
             batch, self._items = self._items, []
-        won: list[Job] = []
-
-        def write() -> bool:
-            won[:] = Job.objects.using(self.using).finish_successes(self.worker_id, batch)
-            return True
-
-        execution.retry_database_errors(write, "storing finished jobs")
+        try:
+            won = self.outage.call(
+                lambda: Job.objects.using(self.using).finish_successes(self.worker_id, batch),
+                "storing finished jobs",
+            )
+        except Exception as exc:  # noqa: BLE001 - a value the database refused (see outage.py)
+            logger.warning(
+                "A batch of successes was refused (%s); storing its %s jobs one by one", exc, len(batch)
+            )
+            for job, value in batch:
+                execution.store_success(job, self.worker_id, value, self.outage)
+            return
+        if won is None:
+            logger.warning("Successes not stored before a forced stop count=%s", len(batch))
+            return
         stored = {job.pk for job in won}
         for job, _value in batch:
             if job.pk in stored:

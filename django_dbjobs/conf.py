@@ -36,6 +36,9 @@ DEFAULTS = {
     "HEARTBEAT_TIMEOUT": 30.0,
     # Seconds between a worker's sweeps for jobs of dead workers.
     "SWEEP_INTERVAL": 10.0,
+    # Seconds after its enqueue that a job no worker knows is dead-lettered; until then
+    # it goes back for a worker that knows it (a rolling deploy).
+    "UNKNOWN_JOB_GRACE": 3600.0,
     # Extra modules the worker imports so their @job functions are registered.
     "JOB_MODULES": [],
 }

@@ -17,7 +17,7 @@ from django.db import DatabaseError, router, transaction
 
 from . import db, inserts, registry, rows, validation, wakeup
 from .conf import settings
-from .exceptions import InvalidJob, InvalidJobArguments
+from .exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from .models import Job
 from .registry import JobFunction
 from .signals import job_enqueued
@@ -38,24 +38,28 @@ def prepare(
     max_attempts: int | None = None,
     unique_key: str | None = None,
     using: str | None = None,
+    **unknown: Any,
 ) -> Job:
     """Validate a job and return it as an unsaved Job, ready for bulk_enqueue().
 
     Raises an InvalidJob subclass naming the bad argument; nothing is written.
     """
+    _refuse_unknown_options("prepare", args, unknown)
     fields, using = _fields(
         job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
     )
     return rows.build(fields, using)
 
 
-def _fields(job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using):
+def _fields(job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using, fit=True):
     """The validated field values of a new job, and the database it goes to."""
     registered = registry.resolve(job)
     defaults = registered.options
     using = using or router.db_for_write(Job)
     reject_nul = db.rejects_nul(using)
     clean_args, clean_kwargs = validation.payload(args, kwargs or {}, reject_nul)
+    if fit:
+        registered.check_arguments(clean_args, clean_kwargs)
     fields = {
         "name": registered.name,
         "args": clean_args,
@@ -85,6 +89,7 @@ def enqueue(
     max_attempts: int | None = None,
     unique_key: str | None = None,
     using: str | None = None,
+    **unknown: Any,
 ) -> Job:
     """Store a job to run `job(*args, **kwargs)` in a worker, and return it.
 
@@ -98,6 +103,7 @@ def enqueue(
     With ``unique_key``, if a READY or RUNNING job of the same name has that key,
     nothing is written and that job is returned instead.
     """
+    _refuse_unknown_options("enqueue", args, unknown)
     fields, using = _fields(
         job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
     )
@@ -183,11 +189,18 @@ def enqueue_many(
                 f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
                 "positional arguments, such as (user_id,)."
             )
-    common, using = _fields(job, (), None, queue, priority, run_at, delay, max_attempts, None, using)
+    common, using = _fields(
+        job, (), None, queue, priority, run_at, delay, max_attempts, None, using, fit=False
+    )
     reject_nul = db.rejects_nul(using)
+    registered = registry.resolve(job)
     each = []
-    for item in items:
-        args, kwargs = validation.payload(item, {}, reject_nul)
+    for index, item in enumerate(items):
+        try:
+            args, kwargs = validation.payload(item, {}, reject_nul)
+            registered.check_arguments(args, kwargs)
+        except InvalidJobArguments as exc:
+            raise type(exc)(f"arguments[{index}]: {exc}") from None
         each.append({"args": args, "kwargs": kwargs})
     jobs = rows.build_many(common, each, using)
     if not jobs:
@@ -204,6 +217,20 @@ def _enqueued(jobs: list[Job], using: str) -> None:
         job_enqueued.send(sender=Job, job=instance)
         logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
     transaction.on_commit(wakeup.notify, using=using)
+
+
+def _refuse_unknown_options(function: str, args: tuple, unknown: dict[str, Any]) -> None:
+    """Say how to pass a job's keyword arguments when they were given as options."""
+    if not unknown:
+        return
+    names = ", ".join(sorted(unknown))
+    given = ", ".join(
+        [*(repr(a) for a in args[:3]), f"kwargs={{{', '.join(f'{k!r}: ...' for k in unknown)}}}"]
+    )
+    raise UnknownOption(
+        f"{function}() has no option {names}. The job's own keyword arguments go in kwargs={{...}}: "
+        f"{function}(job, {given})."
+    )
 
 
 def _first(*values: Any) -> Any:

@@ -13,6 +13,10 @@ class UnknownJob(InvalidJob):
     """The job is not registered with @job, so no worker would run it."""
 
 
+class UnknownOption(InvalidJob, TypeError):
+    """enqueue() was given an option it does not have (often a job argument outside kwargs=)."""
+
+
 class InvalidJobArguments(InvalidJob):
     """The job's arguments would not survive a round trip through JSON."""
 
@@ -23,6 +27,10 @@ class PayloadTooLarge(InvalidJobArguments):
 
 class UnsupportedDatabase(DbJobsError):
     """The database cannot run a job queue safely (too old, or misconfigured)."""
+
+
+class NotMigrated(DbJobsError):
+    """The database lacks the app's tables or columns: ``manage.py migrate`` has not run."""
 
 
 class WorkerLost(DbJobsError):

@@ -2,62 +2,72 @@
 
 from __future__ import annotations
 
-import datetime
 import logging
-import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, connections
+from django.utils import timezone
 
 from . import db, registry, validation
+from .conf import settings
 from .context import running
-from .exceptions import UnknownJob
-from .models import Job, JobStatus
+from .exceptions import NotMigrated, UnknownJob
+from .models import Isolation, Job, JobStatus
+from .outage import Outage
+from .outcomes import error_record, unstorable_error
 from .retry import RetryPolicy
-from .signals import job_failed, job_finished, job_started
+from .signals import job_failed, job_finished, job_started, send
 
 logger = logging.getLogger("django_dbjobs")
 
-MAX_SUMMARY_CHARS = 1000
-MAX_TRACEBACK_CHARS = 64_000
-#: How long a finishing write keeps retrying through database errors.
-STORE_RETRY_SECONDS = 300.0
+__all__ = ["run", "store_success", "finished", "error_record"]
+
+#: Longest wait before a job this worker does not know is offered again.
+UNKNOWN_JOB_MAX_DELAY = 60.0
 
 
-def run(job: Job, worker: str, on_success: Callable[[Job, Any], None] | None = None) -> str | None:
+def run(
+    job: Job,
+    worker: str,
+    on_success: Callable[[Job, Any], None] | None = None,
+    outage: Outage | None = None,
+) -> str | None:
     """Run `job` (claimed by `worker`) and store the outcome.
 
     Return the status stored, or None if the lease was lost and the outcome dropped.
     Never raises: whatever the job does is recorded as its outcome. With
     `on_success`, a success is handed to it (the worker stores successes in
-    batches) instead of being written here.
+    batches) instead of being written here; a job running alone (Isolation) has
+    its start written first and its outcome stored at once. `outage` rides out
+    database outages while storing (default: a fresh one).
     """
+    outage = outage or Outage(job._state.db)
     try:
         registered = registry.get(job.name)
     except UnknownJob as exc:
-        # Never import or call what an unregistered row names: fail it for good.
-        return _dead_letter(job, worker, error_record(exc, job, worker))
+        return _unknown(job, worker, exc, outage)
+    alone = job.isolation != Isolation.NONE
+    if alone and not _write(outage, job, lambda: job.mark_started_alone(worker), "recording the start"):
+        _dropped(job, "RUNNING")
+        return None
     with running(job):
         try:
-            job_started.send(sender=Job, job=job)
+            send(job_started, job=job)
             logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
             result = registered.func(*job.args, **job.kwargs)
-            result = validation.json_value(result, "The return value", db.rejects_nul(job._state.db))
+            result = validation.return_value(result, db.rejects_nul(job._state.db))
         except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
-            error = error_record(exc, job, worker)
+            failure: BaseException | None = exc
         else:
-            error = None
-        finally:
-            close_broken_connections()
-    if error is None:
-        if on_success is not None:
+            failure = None
+    if failure is None:
+        if on_success is not None and not alone:
             on_success(job, result)
             return JobStatus.SUCCESSFUL
-        return _store(job, lambda: job.mark_succeeded(worker, result), JobStatus.SUCCESSFUL)
+        return store_success(job, worker, result, outage)
+    error = error_record(failure, job, worker)
     if job.attempts >= job.max_attempts:
-        return _dead_letter(job, worker, error)
+        return _dead_letter(job, worker, error, outage, failure)
     delay = RetryPolicy.for_job(registered.options.backoff).delay(job.attempts)
     logger.warning(
         "Job will retry id=%s name=%s attempt=%s delay=%.1fs error=%s",
@@ -66,12 +76,36 @@ def run(job: Job, worker: str, on_success: Callable[[Job, Any], None] | None = N
         job.attempts,
         delay,
         error["summary"],
+        exc_info=failure,
     )
-    return _store(job, lambda: job.mark_for_retry(worker, error, delay), JobStatus.READY)
+    return _store(job, outage, lambda e: job.mark_for_retry(worker, e, delay), error, JobStatus.READY)
 
 
-def _dead_letter(job: Job, worker: str, error: dict) -> str | None:
-    status = _store(job, lambda: job.mark_failed(worker, error), JobStatus.FAILED)
+def store_success(job: Job, worker: str, value: Any, outage: Outage) -> str | None:
+    """Store one success; a return value the database refuses fails the job instead.
+
+    The job ran, so running it again would repeat its effects: it goes to the dead
+    letters with an error saying why, where an operator can retry it.
+    """
+    try:
+        if _write(outage, job, lambda: job.mark_succeeded(worker, value), "storing the outcome"):
+            finished(job, JobStatus.SUCCESSFUL)
+            return JobStatus.SUCCESSFUL
+        _dropped(job, JobStatus.SUCCESSFUL)
+        return None
+    except Exception as exc:  # noqa: BLE001 - a value the database refuses (classified by _write)
+        error = unstorable_error(exc, job, worker)
+        logger.error(
+            "Job succeeded but its return value could not be stored id=%s name=%s error=%s",
+            job.pk,
+            job.name,
+            error["summary"],
+        )
+        return _dead_letter(job, worker, error, outage, exc)
+
+
+def _dead_letter(job: Job, worker: str, error: dict, outage: Outage, exc: BaseException | None) -> str | None:
+    status = _store(job, outage, lambda e: job.mark_failed(worker, e), error, JobStatus.FAILED)
     if status is not None:
         logger.error(
             "Job failed id=%s name=%s attempts=%s error=%s",
@@ -79,73 +113,86 @@ def _dead_letter(job: Job, worker: str, error: dict) -> str | None:
             job.name,
             job.attempts,
             error["summary"],
+            exc_info=exc,
         )
-        job_failed.send(sender=Job, job=job, error=error)
+        send(job_failed, job=job, error=job.errors[-1] if job.errors else error)
     return status
 
 
-def _store(job: Job, write: Callable[[], bool], status: str) -> str | None:
-    """Run a fenced finishing write, retrying through database outages."""
-    if not retry_database_errors(write, f"storing the outcome of job {job.pk}"):
-        logger.warning(
-            "Job outcome dropped: this worker no longer owns it id=%s name=%s status=%s",
+def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | None:
+    """A job this worker does not know: never imported or called; back for a worker that does.
+
+    During a rolling deploy new job names reach the table before every worker knows
+    them. The pickup is undone and the job waits with backoff; only once
+    DBJOBS_UNKNOWN_JOB_GRACE has passed since it was enqueued is it dead-lettered.
+    """
+    error = error_record(exc, job, worker)
+    waited = (timezone.now() - job.enqueued_at).total_seconds() if job.enqueued_at else 0.0
+    delay = min(UNKNOWN_JOB_MAX_DELAY, max(1.0, waited / 10))
+    grace = settings.UNKNOWN_JOB_GRACE
+    status = _write(outage, job, lambda: job.mark_unknown(worker, error, delay, grace), "handing back")
+    if status is None:
+        _dropped(job, "READY")
+    elif status == JobStatus.FAILED:
+        logger.error(
+            "Job failed: no worker knew its name within DBJOBS_UNKNOWN_JOB_GRACE id=%s name=%s grace=%ss",
             job.pk,
             job.name,
-            status,
+            grace,
         )
-        return None
-    finished(job, status)
+        finished(job, status)
+        send(job_failed, job=job, error=error)
+    else:
+        logger.warning(
+            "Job handed back: this worker does not know it id=%s name=%s delay=%.1fs",
+            job.pk,
+            job.name,
+            delay,
+        )
+        finished(job, status)
     return status
+
+
+def _store(job: Job, outage: Outage, write: Callable[[dict], bool], error: dict, status: str) -> str | None:
+    """Store a failed attempt (retry or dead letter); fall back to a shorter record if refused."""
+    for record in (error, {**error, "traceback": "", "summary": error["summary"][:200]}):
+        try:
+            won = _write(outage, job, lambda record=record: write(record), "storing the outcome")
+        except Exception as exc:  # noqa: BLE001 - a refused value: try the shorter record
+            logger.error("Could not store the error of job id=%s: %s", job.pk, exc)
+            continue
+        if won:
+            finished(job, status)
+            return status
+        _dropped(job, status)
+        return None
+    return None
+
+
+def _write(outage: Outage, job: Job, write: Callable[[], Any], what: str) -> Any:
+    """Run a fenced write for `job` through outages; raise the error of a refused value.
+
+    Returns None, like a lost lease, when the worker is stopped before it got through
+    or the database is missing the app's tables.
+    """
+    try:
+        return outage.call(write, f"{what} of job {job.pk}")
+    except NotMigrated:
+        logger.exception("Cannot store the outcome of job id=%s", job.pk)
+        return None
+
+
+def _dropped(job: Job, status: str) -> None:
+    logger.warning(
+        "Job outcome dropped: this worker no longer owns it id=%s name=%s status=%s",
+        job.pk,
+        job.name,
+        status,
+    )
 
 
 def finished(job: Job, status: str) -> None:
     """Log and signal an outcome that was stored."""
     if status == JobStatus.SUCCESSFUL:
         logger.debug("Job succeeded id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
-    job_finished.send(sender=Job, job=job, status=status)
-
-
-def retry_database_errors(write: Callable[[], bool], what: str) -> bool:
-    """Call `write` until it gets through; database errors are logged and retried."""
-    deadline = time.monotonic() + STORE_RETRY_SECONDS
-    pause = 0.2
-    while True:
-        try:
-            return write()
-        except (DatabaseError, InterfaceError) as exc:
-            if time.monotonic() > deadline:
-                logger.error("Gave up %s after database errors: %s", what, exc)
-                return False
-            logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
-            close_broken_connections()
-            time.sleep(pause)
-            pause = min(pause * 2, 10.0)
-
-
-def error_record(exc: BaseException, job: Job, worker: str) -> dict:
-    """The stored record of one failed attempt; text is made safe for any database."""
-    cls = type(exc)
-    summary = clean_text(f"{cls.__name__}: {exc}" if str(exc) else cls.__name__)
-    return {
-        "exception_class_path": f"{cls.__module__}.{cls.__qualname__}",
-        "traceback": clean_text("".join(traceback.format_exception(exc)))[-MAX_TRACEBACK_CHARS:],
-        "summary": summary[:MAX_SUMMARY_CHARS],
-        "attempt": job.attempts,
-        "worker": worker,
-        "at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-    }
-
-
-def clean_text(text: str) -> str:
-    """Replace what some databases cannot store: NUL, and unpaired surrogates."""
-    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-
-
-def close_broken_connections() -> None:
-    """Close this thread's connections that saw errors and fail a liveness check."""
-    for connection in connections.all(initialized_only=True):
-        if connection.connection is not None and connection.errors_occurred:
-            if connection.is_usable():
-                connection.errors_occurred = False
-            else:
-                connection.close()
+    send(job_finished, job=job, status=status)

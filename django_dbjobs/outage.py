@@ -1,16 +1,22 @@
-"""Riding out database outages: retry with a growing pause instead of crashing."""
+"""Riding out database outages: retry with a growing pause instead of crashing.
+
+Only outages are waited out (db.error_kind(): the server went away, a lock timeout,
+a deadlock, a serialization failure). An error caused by a value is raised to the
+caller, which fails the one job it belongs to; a missing table or column is raised
+as NotMigrated. Every pause ends early when the worker is told to stop at once.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import DatabaseError, InterfaceError
+from django.db import DatabaseError, InterfaceError, connections
 
-from .execution import close_broken_connections
+from . import db
+from .exceptions import NotMigrated
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -22,39 +28,78 @@ MAX_PAUSE = 30.0
 
 
 class Outage:
-    """The worker's backoff through database errors: 0.5 s doubling to 30 s, reset on success."""
+    """Backoff through database outages: 0.5 s doubling to 30 s, reset on success.
+
+    `forced` is set when the worker must stop at once: a pause then ends, and the
+    call gives up (returns None) after one more failure. `wake` cuts short the single
+    pause of a call made with ``once=True``, so the claim loop can react to new work
+    or a stop.
+    """
 
     def __init__(
         self,
-        wake: threading.Event,
-        on_error: Callable[[], None],
-        give_up: Callable[[], bool] = lambda: False,
+        using: str,
+        on_error: Callable[[], None] = lambda: None,
+        forced: threading.Event | None = None,
+        wake: threading.Event | None = None,
     ):
-        self.wake = wake
+        self.using = using
         self.on_error = on_error
-        self.give_up = give_up  # checked after each error: pause once more and return None
+        self.forced = forced or threading.Event()
+        self.wake = wake or threading.Event()
         self.pause = FIRST_PAUSE
 
     def call(self, action: Callable[[], T], what: str, once: bool = False) -> T | None:
         """Run `action`, retrying with backoff while the database is down.
 
-        With `once`, or once `give_up()` is true (a forced stop), it pauses a single
-        time (a wake cuts the pause short) and returns None, so the caller can move on.
+        With `once`, or when the worker is forced to stop, it pauses a single time (a
+        wake cuts the pause short) and returns None, so the caller can move on.
+        Raises the errors that are not outages: NotMigrated for a missing table or
+        column, the database's own error for a value it refuses.
         """
         while True:
             try:
                 result = action()
             except (DatabaseError, InterfaceError) as exc:
+                kind = db.error_kind(exc, self.using)
+                if kind is db.ErrorKind.OUTAGE:
+                    _close(self.using)  # opened again on next use; it may be dead or mid-transaction
+                else:
+                    close_broken_connections()
+                if kind is db.ErrorKind.SETUP:
+                    raise NotMigrated(
+                        f"The database {self.using!r} is missing django_dbjobs tables or columns "
+                        f"({exc}). Run `python manage.py migrate`."
+                    ) from exc
+                if kind is not db.ErrorKind.OUTAGE:
+                    raise
                 pause = self.pause
                 self.pause = min(pause * 2, MAX_PAUSE)
                 logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
                 self.on_error()
-                close_broken_connections()
-                if once or self.give_up():
+                if once or self.forced.is_set():
                     self.wake.wait(pause)
                     self.wake.clear()
                     return None
-                time.sleep(pause)
+                if self.forced.wait(pause):
+                    return None
             else:
                 self.pause = FIRST_PAUSE
                 return result
+
+
+def _close(using: str) -> None:
+    try:
+        connections[using].close()
+    except (DatabaseError, InterfaceError):
+        pass
+
+
+def close_broken_connections() -> None:
+    """Close this thread's connections that saw errors and fail a liveness check."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and connection.errors_occurred:
+            if connection.is_usable():
+                connection.errors_occurred = False
+            else:
+                connection.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import logging
 import threading
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 
 from django.utils.module_loading import autodiscover_modules
 
-from .exceptions import InvalidJob, UnknownJob
+from .exceptions import InvalidJob, InvalidJobArguments, UnknownJob
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -46,6 +47,17 @@ class JobFunction:
         self.name = name
         self.options = options
         functools.update_wrapper(self, func)
+        self._fits = _arguments_checker(func)
+
+    def check_arguments(self, args: tuple | list, kwargs: dict) -> None:
+        """Raise InvalidJobArguments unless ``func(*args, **kwargs)`` fits the signature."""
+        if self._fits is None or (not kwargs and self._fits(len(args))):
+            return
+        signature = inspect.signature(self.func)
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InvalidJobArguments(f"The arguments do not fit {self.name}{signature}: {exc}.") from None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
@@ -70,6 +82,28 @@ class JobFunction:
         from .enqueuing import aenqueue
 
         return await aenqueue(self, *args, **options)
+
+
+def _arguments_checker(func: Callable) -> Callable[[int], bool] | None:
+    """A quick test of a positional-only call's argument count; None if the signature is unknown.
+
+    A count it accepts always binds; anything else goes through inspect's bind() for
+    an exact message.
+    """
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+    lowest = most = 0
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            most += 1
+            lowest += parameter.default is parameter.empty
+        elif parameter.kind is parameter.VAR_POSITIONAL:
+            most = 1 << 30
+        elif parameter.kind is parameter.KEYWORD_ONLY and parameter.default is parameter.empty:
+            return lambda count: False  # always needs a keyword: bind() decides
+    return lambda count: lowest <= count <= most
 
 
 def job(

@@ -2,7 +2,9 @@
 
 Every worker sweeps on DBJOBS_SWEEP_INTERVAL. Many sweepers at once are safe: each
 recovery is one UPDATE by primary key, fenced on the lost worker still holding the
-job, so exactly one sweeper wins each job. Rows are handled one by one by key
+job, so exactly one sweeper wins each job. Only a job that was running alone when its
+worker died is charged the attempt; the others go back uncharged to run alone (see
+models.Isolation). Rows are handled one by one by key
 because a range UPDATE racing heartbeat UPDATEs deadlocks on MySQL/MariaDB.
 """
 
@@ -17,32 +19,36 @@ from django.db import DatabaseError, InterfaceError
 from django.db.models.functions import Now
 
 from .conf import settings
-from .execution import close_broken_connections
-from .models import Job, JobStatus, WorkerProcess
-from .signals import job_failed
+from .models import Isolation, Job, JobStatus, WorkerProcess
+from .outage import close_broken_connections
+from .signals import job_failed, send
 
 logger = logging.getLogger("django_dbjobs")
 
 
 @dataclass
 class SweepResult:
-    requeued: int = 0
+    given_back: int = 0  # uncharged: may never have started (see models.Isolation)
+    requeued: int = 0  # charged: it was running alone when its worker died
     failed: int = 0
     workers_removed: int = 0
 
 
 class Sweeper:
-    """Sweep every DBJOBS_SWEEP_INTERVAL (and at once at start), for one worker.
+    """Sweep every DBJOBS_SWEEP_INTERVAL, for one worker.
 
-    After a database error it waits until the database has worked for a heartbeat
-    timeout, so that live workers have beaten again before they are judged.
+    The first sweep, and the first after a database error, waits until the database
+    has worked for a heartbeat timeout, so that live workers have beaten again before
+    they are judged (after an outage every heartbeat looks stale). A worker restarted
+    after a crash loses nothing by it: the dead worker's heartbeat turns stale no
+    sooner than a heartbeat timeout after its death anyway.
     """
 
     def __init__(self, worker_id: str, using: str):
         self.worker_id = worker_id
         self.using = using
         self._next = 0.0
-        self._healthy_since = float("-inf")
+        self._healthy_since = time.monotonic()
 
     def database_error(self) -> None:
         self._healthy_since = time.monotonic()
@@ -59,9 +65,10 @@ class Sweeper:
             self.database_error()
             close_broken_connections()
             return
-        if result.requeued or result.failed or result.workers_removed:
+        if result.given_back or result.requeued or result.failed or result.workers_removed:
             logger.warning(
-                "Sweep recovered lost work requeued=%s failed=%s workers_removed=%s",
+                "Sweep recovered lost work given_back=%s requeued=%s failed=%s workers_removed=%s",
+                result.given_back,
                 result.requeued,
                 result.failed,
                 result.workers_removed,
@@ -74,47 +81,61 @@ def stale_before(timeout: float):
 
 
 def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
-    """Recover running jobs of dead workers and delete the dead workers' rows."""
+    """Recover running jobs of dead workers and delete the dead workers' rows.
+
+    Reads only what it needs: the workers holding running jobs (an index-only read),
+    the live ones, then the jobs of the dead ones.
+    """
     result = SweepResult()
-    # Read the running jobs before the live workers: a worker that claimed a job we
-    # read had registered before, so the second read cannot miss it.
-    running = list(Job.objects.using(using).running().exclude(worker=sweeper))
-    if running:
+    jobs = Job.objects.using(using)
+    # Read who holds running jobs before who is alive: a worker that claimed a job we
+    # saw had registered before, so the second read cannot miss it.
+    holders = set(jobs.running().exclude(worker=sweeper).values_list("worker", flat=True).distinct())
+    if holders:
         live = set(
             WorkerProcess.objects.using(using)
-            .filter(heartbeat_at__gte=stale_before(timeout))
+            .filter(pk__in=holders, heartbeat_at__gte=stale_before(timeout))
             .values_list("pk", flat=True)
         )
-        for job in running:
-            if job.worker in live:
-                continue
-            lost = job.worker
-            if not job.recover(lost, worker_lost_error(job, lost)):
-                continue  # another sweeper, or the worker itself, got there first
-            if job.status == JobStatus.FAILED:
-                result.failed += 1
-                logger.error(
-                    "Job failed: its worker was lost on every attempt id=%s name=%s attempts=%s worker=%s",
-                    job.pk,
-                    job.name,
-                    job.attempts,
-                    lost,
-                )
-                job_failed.send(sender=Job, job=job, error=job.errors[-1])
-            else:
-                result.requeued += 1
-                logger.warning(
-                    "Job recovered from a lost worker id=%s name=%s attempt=%s worker=%s",
-                    job.pk,
-                    job.name,
-                    job.attempts,
-                    lost,
-                )
+        fields = ("id", "name", "worker", "attempts", "max_attempts", "errors", "isolation", "worker_ids")
+        for lost in sorted(holders - live):
+            for job in jobs.owned_by(lost).only(*fields):
+                _recover(job, lost, result)
     stale = WorkerProcess.objects.using(using).filter(heartbeat_at__lt=stale_before(timeout))
     for worker_id in stale.exclude(pk=sweeper).values_list("pk", flat=True):
         removed, _ = stale.filter(pk=worker_id).delete()
         result.workers_removed += bool(removed)
     return result
+
+
+def _recover(job: Job, lost: str, result: SweepResult) -> None:
+    charged = job.isolation == Isolation.STARTED
+    if not job.recover(lost, worker_lost_error(job, lost)):
+        return  # another sweeper, or the worker itself, got there first
+    if not charged:
+        result.given_back += 1
+        logger.info(
+            "Job given back from a lost worker, uncharged id=%s name=%s worker=%s", job.pk, job.name, lost
+        )
+    elif job.status == JobStatus.FAILED:
+        result.failed += 1
+        logger.error(
+            "Job failed: its worker was lost on every attempt id=%s name=%s attempts=%s worker=%s",
+            job.pk,
+            job.name,
+            job.attempts,
+            lost,
+        )
+        send(job_failed, job=job, error=job.errors[-1])
+    else:
+        result.requeued += 1
+        logger.warning(
+            "Job recovered from a lost worker it was running alone in id=%s name=%s attempt=%s worker=%s",
+            job.pk,
+            job.name,
+            job.attempts,
+            lost,
+        )
 
 
 def worker_lost_error(job: Job, worker: str) -> dict:

@@ -17,12 +17,14 @@ from .models.job import MAX_PRIORITY, MIN_PRIORITY
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 
 
-def json_value(value: Any, where: str, reject_nul: bool) -> Any:
+def json_value(value: Any, where: str, reject_nul: bool, clean: bool = False) -> Any:
     """Return `value` as plain JSON data (tuples become lists), or raise.
 
     Raises InvalidJobArguments naming the place (`where`) of the first value that
     would not come back the same from JSON: NaN and infinities, non-string keys,
-    objects JSON has no type for, and U+0000 where the database cannot store it.
+    objects JSON has no type for, lone surrogates (no database stores them), and
+    U+0000 where the database cannot store it. With `clean`, such characters are
+    replaced with U+FFFD instead (return values: the job has already run).
     """
     if value is None or isinstance(value, bool | int):
         return value
@@ -31,37 +33,71 @@ def json_value(value: Any, where: str, reject_nul: bool) -> Any:
             raise InvalidJobArguments(f"{where} is {value!r}, which JSON cannot represent.")
         return value
     if isinstance(value, str):
-        if reject_nul and "\x00" in value:
-            raise InvalidJobArguments(
-                f"{where} contains a NUL character (\\x00), which PostgreSQL cannot store."
-            )
-        return value
+        return _text(value, where, reject_nul, clean)
     if isinstance(value, list | tuple):
-        return [json_value(item, f"{where}[{i}]", reject_nul) for i, item in enumerate(value)]
+        return [json_value(item, f"{where}[{i}]", reject_nul, clean) for i, item in enumerate(value)]
     if isinstance(value, dict):
         result = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise InvalidJobArguments(f"{where} has the key {key!r}; JSON object keys must be strings.")
-            result[json_value(key, f"{where} key {key!r}", reject_nul)] = json_value(
-                item, f"{where}[{key!r}]", reject_nul
+                raise InvalidJobArguments(
+                    f"{where} has the key {short(key)}; JSON object keys must be strings."
+                )
+            result[_text(key, f"{where} key {short(key)}", reject_nul, clean)] = json_value(
+                item, f"{where}[{short(key)}]", reject_nul, clean
             )
         return result
     raise InvalidJobArguments(
-        f"{where} is a {type(value).__name__}, which is not JSON data. Pass ids, strings "
+        f"{where} is {article(type(value).__name__)}, which is not JSON data. Pass ids, strings "
         "and numbers, and load objects inside the job."
     )
+
+
+def return_value(value: Any, reject_nul: bool) -> Any:
+    """A job's return value as JSON data the database can store; odd characters replaced."""
+    return json_value(value, "The return value", reject_nul, clean=True)
+
+
+def _text(value: str, where: str, reject_nul: bool, clean: bool) -> str:
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            if not clean:
+                raise InvalidJobArguments(
+                    f"{where} contains a lone surrogate (an unpaired U+D800-U+DFFF code point), which "
+                    "no database stores. Decode bytes with errors='replace', or pass them as base64."
+                ) from None
+            value = str(value).encode("utf-8", "replace").decode("utf-8")
+    if reject_nul and "\x00" in value:
+        if not clean:
+            raise InvalidJobArguments(
+                f"{where} contains a NUL character (\\x00), which PostgreSQL cannot store."
+            )
+        value = str.replace(str(value), "\x00", "\ufffd")
+    return value
+
+
+def article(noun: str) -> str:
+    """'a set', 'an object', 'an Order'."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def short(value: Any, limit: int = 40) -> str:
+    """repr() of `value`, shortened for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"
 
 
 def payload(args: tuple, kwargs: dict, reject_nul: bool) -> tuple[list, dict]:
     """Validate and normalise a job's arguments; enforce DBJOBS_MAX_PAYLOAD_BYTES."""
     if not isinstance(kwargs, dict):
-        raise InvalidJobArguments(f"kwargs must be a dict, not {type(kwargs).__name__}.")
+        raise InvalidJobArguments(f"kwargs must be a dict, not {article(type(kwargs).__name__)}.")
     clean_args = [json_value(a, f"args[{i}]", reject_nul) for i, a in enumerate(args)]
     clean_kwargs = {}
     for key, value in kwargs.items():
         if not isinstance(key, str) or not key.isidentifier():
-            raise InvalidJobArguments(f"kwargs key {key!r} is not a valid argument name.")
+            raise InvalidJobArguments(f"kwargs key {short(key)} is not a valid argument name.")
         clean_kwargs[key] = json_value(value, f"kwargs[{key!r}]", reject_nul)
     size = len(json.dumps([clean_args, clean_kwargs], separators=(",", ":")).encode())
     limit = settings.MAX_PAYLOAD_BYTES

@@ -118,10 +118,14 @@ class IdleWaiter:
             self.listener.stop()
             self.listener.join(3)
 
-    def wait(self, timeout: float) -> bool:
-        """Wait up to `timeout` seconds; return True if there may be new work."""
+    def wait(self, timeout: float, probe: bool = True) -> bool:
+        """Wait up to `timeout` seconds; return True if there may be new work.
+
+        Without `probe`, only this process's wake-ups end the wait early (the worker
+        has no free thread, so other processes' new jobs can wait).
+        """
         steps = self.steps
-        if steps is None or self.listener is not None:
+        if steps is None or self.listener is not None or not probe:
             woken = self.event.wait(timeout)
             self.event.clear()
             return woken

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
-import queue as queue_module
 import secrets
 import signal
 import socket
@@ -14,19 +12,19 @@ import time
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from . import db, execution, registry, wakeup
+from . import db, registry, wakeup
 from .acks import SuccessBatch
 from .conf import settings
+from .exceptions import NotMigrated
 from .heartbeat import Heartbeat
-from .models import Job, WorkerProcess
+from .job_threads import JobThreads
+from .models import Isolation, Job, WorkerProcess
 from .outage import Outage
+from .prefetch import Prefetch
 from .stop_signals import StopSignals
 from .sweep import Sweeper
 
 logger = logging.getLogger("django_dbjobs")
-
-#: Seconds of recent completions the adaptive prefetch looks at.
-PREFETCH_WINDOW = 0.1
 
 
 def new_worker_id() -> str:
@@ -35,7 +33,14 @@ def new_worker_id() -> str:
 
 
 class Worker:
-    """Claim due jobs and run them on `concurrency` threads until told to stop."""
+    """Claim due jobs and run them on `concurrency` threads until told to stop.
+
+    The main thread claims, stores batched successes, sweeps and shuts down; job
+    threads (job_threads.py) run jobs. A claimed job is in `_running` from its claim
+    until its thread is done with it (outcome stored, or handed to the success
+    batch, which the main thread stores). At most one claimed job at a time is one
+    that must run alone (`_alone`; see models.Isolation).
+    """
 
     def __init__(
         self,
@@ -52,9 +57,7 @@ class Worker:
             raise ValueError("concurrency must be at least 1.")
         if max_jobs is not None and max_jobs < 1:
             raise ValueError("max_jobs must be at least 1.")
-        self.prefetch = settings.PREFETCH if prefetch is None else prefetch
-        if self.prefetch < 0:
-            raise ValueError("prefetch must be 0 or more.")
+        self.prefetch = Prefetch(settings.PREFETCH if prefetch is None else prefetch)
         self.queues = list(queues or [])
         self.concurrency = concurrency
         self.burst = burst
@@ -64,23 +67,22 @@ class Worker:
         self.using = using
         self.id = new_worker_id()
         self.claimed = 0
-        # Claimed and not finished: waiting for a thread (prefetched) or running.
         self._running: dict[str, Job] = {}
-        # When recent jobs finished, to size the prefetch (see _prefetch_now).
-        self._finished_at: collections.deque[float] = collections.deque(maxlen=1000)
+        self._alone: str | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        # Successes not yet stored: written in one UPDATE per batch.
-        self._acks = SuccessBatch(self.id, using, self._wake)
-        self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
         self._stopping = False
-        self._forced = False
-        self._threads: list[threading.Thread] = []
+        self._forced = threading.Event()
+        self._lease_lost = threading.Event()
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
-        self._outage = Outage(self._wake, on_error=self._database_error, give_up=lambda: self._forced)
+        self._outage = Outage(using, on_error=self._database_error, forced=self._forced, wake=self._wake)
+        self._acks = SuccessBatch(self.id, using, self._wake, self._outage)
+        self._threads = JobThreads(self, concurrency)
         # A claim failed: it may have committed all the same (see _release_unheld).
         self._claim_in_doubt = False
+        #: Database errors seen so far; job threads check their connections when it moves.
+        self.database_errors = 0
 
     # Lifecycle
 
@@ -92,8 +94,9 @@ class Worker:
         signals.install()  # before any thread starts: see stop_signals.py
         wakeup.subscribe(self._wake)
         self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues)
-        self._waiter.start()
         try:
+            self._outage.call(self._check_migrated, "checking the database")
+            self._waiter.start()
             self._outage.call(self._register, "registering the worker")
             self._heartbeat = Heartbeat(
                 self.id,
@@ -101,15 +104,17 @@ class Worker:
                 self._register,
                 self.using,
                 on_error=self._database_error,
+                on_lost=self._on_lease_lost,
             )
             self._heartbeat.start()
-            self._start_threads()
+            self._threads.start()
             logger.info(
-                "Worker started id=%s queues=%s concurrency=%s jobs=%s",
+                "Worker started id=%s queues=%s threads=%s registered_jobs=%s prefetch_max=%s",
                 self.id,
                 ",".join(self.queues) or "*",
                 self.concurrency,
                 len(registry.registered()),
+                self.prefetch.most,
             )
             self._loop()
         finally:
@@ -121,9 +126,13 @@ class Worker:
     def stop(self) -> None:
         """Ask the worker to stop claiming and finish; a second call stops at once."""
         if self._stopping:
-            self._forced = True
+            self._forced.set()
         self._stopping = True
         self._wake.set()
+
+    @property
+    def forced(self) -> bool:
+        return self._forced.is_set()
 
     def _on_signal(self, signum: int) -> None:
         logger.info(
@@ -133,6 +142,14 @@ class Worker:
             "releasing running jobs now" if self._stopping else "finishing running jobs",
         )
         self.stop()
+
+    def _check_migrated(self) -> None:
+        pending = db.pending_migrations(self.using)
+        if pending:
+            raise NotMigrated(
+                f"The database {self.using!r} lacks django_dbjobs migrations ({', '.join(pending)}). "
+                "Run `python manage.py migrate`."
+            )
 
     def _register(self) -> None:
         WorkerProcess.objects.using(self.using).create(
@@ -144,12 +161,19 @@ class Worker:
         )
 
     def _database_error(self) -> None:
+        self.database_errors += 1
         self._sweeper.database_error()
+
+    def _on_lease_lost(self) -> None:
+        self._lease_lost.set()
+        self._wake.set()
 
     # The claim loop
 
     def _loop(self) -> None:
         while not self._stopping:
+            if self._lease_lost.is_set():
+                self._drop_lost_jobs()
             self._sweeper.sweep_if_due()
             self._acks.flush()
             claimed = self._claim_free_slots()
@@ -163,7 +187,9 @@ class Worker:
                 self._acks.flush(force=True)
                 logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimed)
                 return
-            self._waiter.wait(self._wait_time())
+            # With every thread busy a finishing job wakes the loop: no need to look
+            # for other processes' new jobs (no probe on MySQL/MariaDB).
+            self._waiter.wait(self._wait_time(), probe=self._free_slots() > 0)
 
     def _wait_time(self) -> float:
         due = self._acks.due_in()
@@ -172,52 +198,96 @@ class Worker:
     def _quota_reached(self) -> bool:
         return self.max_jobs is not None and self.claimed >= self.max_jobs
 
+    def _free_slots(self) -> int:
+        if self._threads.queued() >= self.concurrency:
+            return 0
+        with self._lock:
+            free = self.concurrency + self.prefetch.size() - len(self._running)
+        if self.max_jobs is not None:
+            free = min(free, self.max_jobs - self.claimed)
+        return max(free, 0)
+
     def _claim_free_slots(self) -> int | None:
         """Claim due jobs for free threads plus the prefetch; return how many, None on error.
 
         Claims only when threads are about to run out of work, so each claim fills
         many slots in one round trip.
         """
-        if self._tasks.qsize() >= self.concurrency:
-            return 0
-        with self._lock:
-            free = self.concurrency + self._prefetch_now() - len(self._running)
-        if self.max_jobs is not None:
-            free = min(free, self.max_jobs - self.claimed)
+        free = self._free_slots()
         if free <= 0:
             return 0
         if self._claim_in_doubt:
             if self._outage.call(self._release_unheld, "releasing jobs of a failed claim", once=True) is None:
                 return None
             self._claim_in_doubt = False
-        jobs = self._outage.call(lambda: self._claim(free), "claiming jobs", once=True)
+        try:
+            jobs = self._outage.call(lambda: self._claim(free), "claiming jobs", once=True)
+        except NotMigrated:
+            raise
+        except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
+            logger.exception("Unexpected error while claiming jobs id=%s", self.id)
+            jobs = None
+            self._wake.wait(self.poll_interval)
         if jobs is None:
             self._claim_in_doubt = True
             return None
+        jobs = self._keep_one_alone(jobs)
         with self._lock:
             for job in jobs:
                 self._running[job.pk] = job
-        for job in jobs:
-            self._tasks.put(job)
+        self._threads.submit(jobs)
         self.claimed += len(jobs)
         return len(jobs)
 
-    def _prefetch_now(self) -> int:
-        """Prefetch about as many jobs as finished in the last PREFETCH_WINDOW, up to the setting.
-
-        Fast jobs get large claims (one round trip feeds many); slow jobs get small
-        ones, so a worker never hoards jobs that idle workers could be running.
-        """
-        horizon = time.monotonic() - PREFETCH_WINDOW
-        recent = 0
-        for finished in reversed(self._finished_at):
-            if finished < horizon or recent >= self.prefetch:
-                break
-            recent += 1
-        return recent
-
     def _claim(self, limit: int) -> list[Job]:
-        return Job.objects.using(self.using).claim(self.id, limit, self.queues)
+        isolated = self._alone is None
+        return Job.objects.using(self.using).claim(self.id, limit, self.queues, isolated=isolated)
+
+    def _keep_one_alone(self, jobs: list[Job]) -> list[Job]:
+        """Keep at most one job that must run alone; give the others back at once."""
+        extra = []
+        for job in jobs:
+            if job.isolation == Isolation.NONE:
+                continue
+            if self._alone is None:
+                self._alone = job.pk
+            else:
+                extra.append(job)
+        if extra:
+            self._release(extra, quiet=True)
+            jobs = [job for job in jobs if job not in extra]
+        return jobs
+
+    def may_start(self, job: Job) -> bool:
+        """False for a prefetched job a sweep took back while this worker was unresponsive.
+
+        Called by a job thread before it starts `job`. Costs nothing while heartbeats
+        get through; after a freeze or an outage (no beat for half the heartbeat
+        timeout, or the worker row found gone) it asks the database.
+        """
+        beat = self._heartbeat.last_beat if self._heartbeat is not None else time.monotonic()
+        if not self._lease_lost.is_set() and time.monotonic() - beat < settings.HEARTBEAT_TIMEOUT / 2:
+            return True
+        try:
+            owned = Job.objects.using(self.using).still_owned(self.id, [job])
+        except (DatabaseError, InterfaceError):
+            return True  # cannot tell: run it (at least once); its outcome is fenced anyway
+        if job.pk not in owned:
+            logger.warning(
+                "Prefetched job dropped: a sweep gave it back while this worker was unresponsive id=%s",
+                job.pk,
+            )
+            return False
+        return True
+
+    def job_done(self, job: Job) -> None:
+        """A job thread is done with `job` (called on that thread)."""
+        with self._lock:
+            self._running.pop(job.pk, None)
+            if self._alone == job.pk:
+                self._alone = None
+        self.prefetch.job_finished()
+        self._wake.set()
 
     def _release_unheld(self) -> int:
         """Give back jobs this worker owns in the database but does not hold.
@@ -235,42 +305,51 @@ class Worker:
             logger.warning("Jobs of a failed claim released count=%s id=%s", released, self.id)
         return released
 
-    # Job threads
+    def _drop_lost_jobs(self) -> None:
+        """After this worker was presumed dead: drop the unstarted jobs it no longer owns.
 
-    def _start_threads(self) -> None:
-        for n in range(self.concurrency):
-            thread = threading.Thread(target=self._work, name=f"dbjobs-worker-{n}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-
-    def _work(self) -> None:
-        try:
-            while (job := self._tasks.get()) is not None:
-                try:
-                    execution.run(job, self.id, on_success=self._acks.add)
-                except BaseException:  # noqa: B036 - a job thread must never die
-                    logger.exception("Unexpected error running job id=%s", job.pk)
-                finally:
-                    with self._lock:
-                        self._running.pop(job.pk, None)
-                        self._finished_at.append(time.monotonic())
-                    self._wake.set()
-        finally:
-            connections.close_all()
+        A frozen worker's jobs were given back by a sweep while it slept; starting them
+        now would run them twice. Jobs claimed since it woke are still its own. Until
+        this is done, job threads check each job they start (may_start()).
+        """
+        unstarted = self._threads.take_unstarted()
+        owned = self._outage.call(
+            lambda: Job.objects.using(self.using).still_owned(self.id, unstarted), "checking jobs"
+        )
+        if owned is None:
+            owned = set()
+        lost = [job for job in unstarted if job.pk not in owned]
+        for job in lost:
+            self.job_done(job)
+        self._threads.submit([job for job in unstarted if job.pk in owned])
+        self._lease_lost.clear()
+        if lost:
+            logger.warning(
+                "Prefetched jobs dropped: a sweep gave them back while this worker was unresponsive "
+                "count=%s id=%s",
+                len(lost),
+                self.id,
+            )
 
     # Shutdown
 
-    def _release(self, jobs: list[Job]) -> None:
+    def _release(self, jobs: list[Job], quiet: bool = False) -> None:
         """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded."""
         if not jobs:
             return
-        released = self._outage.call(
-            lambda: Job.objects.using(self.using).release_all(self.id, jobs), "releasing jobs"
-        )
+        try:
+            released = self._outage.call(
+                lambda: Job.objects.using(self.using).release_all(self.id, jobs), "releasing jobs"
+            )
+        except (DatabaseError, InterfaceError) as exc:
+            released = None
+            logger.error("Could not release jobs id=%s: %s", self.id, exc)
         with self._lock:
             for job in jobs:
                 self._running.pop(job.pk, None)
-        logger.warning(
+                if self._alone == job.pk:
+                    self._alone = None
+        (logger.debug if quiet else logger.warning)(
             "Jobs released unfinished count=%s released=%s ids=%s",
             len(jobs),
             released,
@@ -279,28 +358,23 @@ class Worker:
 
     def _shutdown(self) -> None:
         # Prefetched jobs that no thread has started go back at once, for other workers.
-        unstarted = []
-        while True:
-            try:
-                job = self._tasks.get_nowait()
-            except queue_module.Empty:
-                break
-            if job is not None:
-                unstarted.append(job)
-        self._release(unstarted)
+        self._release(self._threads.take_unstarted())
         deadline = time.monotonic() + self.shutdown_grace
-        while not self._forced and time.monotonic() < deadline:
+        while not self.forced and time.monotonic() < deadline:
             with self._lock:
                 if not self._running:
                     break
+            self._acks.flush(force=True)  # successes are stored as they finish, not when the grace ends
             self._wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
             self._wake.clear()
         self._acks.flush(force=True)
         with self._lock:
             unfinished = list(self._running.values())
         self._release(unfinished)
-        for _ in self._threads:
-            self._tasks.put(None)
+        # A job that finished while the release ran: its success is stored now, or
+        # dropped by the fence if the release got there first (then it runs again).
+        self._acks.flush(force=True)
+        self._threads.stop()
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat.join(5)

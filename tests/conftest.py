@@ -102,6 +102,12 @@ def wait_for(predicate, timeout: float = 20, interval: float = 0.05):
 
 def restart_database():
     """Restart the server this test database lives on, with the machine's own commands."""
+    stop_database()
+    start_database()
+
+
+def stop_database():
+    """Stop the server this test database lives on (PostgreSQL or MariaDB)."""
     import shutil
     import subprocess
 
@@ -111,9 +117,8 @@ def restart_database():
     if connection.vendor == "postgresql":
         if not shutil.which("pg_ctlcluster"):
             pytest.skip("pg_ctlcluster is not available to restart PostgreSQL")
-        version = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()[0]
         subprocess.run(
-            ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart", "-m", "fast"],
+            ["pg_ctlcluster", "--skip-systemctl-redirect", _pg_version(), "main", "stop", "-m", "fast"],
             check=True,
             timeout=60,
         )
@@ -125,12 +130,31 @@ def restart_database():
         assert wait_for(
             lambda: subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode != 0, 60
         ), "MariaDB did not stop"
+
+
+def start_database():
+    """Start the server stop_database() stopped, and wait until it answers."""
+    import subprocess
+
+    if connection.vendor == "postgresql":
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", _pg_version(), "main", "start"],
+            check=True,
+            timeout=60,
+        )
+    else:
         subprocess.run(
             ["start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"],
             check=True,
             timeout=60,
         )
     assert wait_for(server_answers, 60), "the database did not come back"
+
+
+def _pg_version():
+    import subprocess
+
+    return subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()[0]
 
 
 def server_answers():

@@ -88,3 +88,50 @@ def kill_own_worker():
 def exit_process():
     """Calls os._exit, which no except clause can catch."""
     os._exit(1)
+
+
+@job(max_attempts=1)
+def returns_unstorable():
+    """A return value the database refuses (see the DBJOBS_TEST_RAW_RESULTS hook below).
+
+    MariaDB refuses JSON nested 32 deep of its own accord; PostgreSQL refuses a lone
+    surrogate and SQLite an object JSON cannot write, once the worker's own cleaning
+    of return values is switched off.
+    """
+    from django.db import connection
+
+    if connection.vendor == "mysql":
+        value = []
+        for _ in range(40):
+            value = [value]
+        return value
+    if connection.vendor == "postgresql":
+        return "lone \ud800 surrogate"
+    return {"not json": object()}
+
+
+@job
+def count_jobs():
+    """Uses the database from inside the job."""
+    from django_dbjobs.models import Job
+
+    return Job.objects.count()
+
+
+# Hooks for tests that run real workers; set by the tests in the worker's environment.
+if os.environ.get("DBJOBS_TEST_RAW_RESULTS"):
+    # Switch off the worker's cleaning of return values, so the database itself meets
+    # a value it refuses (the safety net behind the validation).
+    from django_dbjobs import validation
+
+    validation.return_value = lambda value, reject_nul: value
+
+if os.environ.get("DBJOBS_TEST_RAISING_RECEIVERS"):
+    from django_dbjobs.signals import job_failed, job_finished, job_started
+
+    def _raise_for_every_third(sender, job, **kwargs):
+        if job.args and isinstance(job.args[0], int) and job.args[0] % 3 == 0:
+            raise RuntimeError(f"receiver failed for {job.args[0]}")
+
+    for _signal in (job_started, job_finished, job_failed):
+        _signal.connect(_raise_for_every_third, weak=False)

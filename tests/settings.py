@@ -64,3 +64,9 @@ if os.environ.get("DBJOBS_TEST_CLOCK_SKEW"):
 if os.environ.get("DBJOBS_TEST_ACK_DELAY"):
     DBJOBS_ACK_DELAY = float(os.environ["DBJOBS_TEST_ACK_DELAY"])
     DBJOBS_ACK_BATCH_SIZE = 100_000
+
+# DBJOBS_TEST_NEW_RELEASE=1: this worker runs the "new release" (knows tests.new_release).
+if os.environ.get("DBJOBS_TEST_NEW_RELEASE"):
+    DBJOBS_JOB_MODULES = ["tests.new_release"]
+if os.environ.get("DBJOBS_TEST_UNKNOWN_JOB_GRACE"):
+    DBJOBS_UNKNOWN_JOB_GRACE = float(os.environ["DBJOBS_TEST_UNKNOWN_JOB_GRACE"])

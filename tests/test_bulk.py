@@ -22,10 +22,10 @@ def stored(job):
 
 @pytest.mark.django_db
 def test_fast_insert_writes_exactly_the_row_save_writes():
-    fast = enqueue(jobs.add, 1, "two", kwargs={"b": [3]}, queue="q1", priority=7, max_attempts=4)
-    reference = prepare(jobs.add, 1, "two", kwargs={"b": [3]}, queue="q1", priority=7, max_attempts=4)
+    fast = enqueue(jobs.echo, 1, "two", kwargs={"b": [3]}, queue="q1", priority=7, max_attempts=4)
+    reference = prepare(jobs.echo, 1, "two", kwargs={"b": [3]}, queue="q1", priority=7, max_attempts=4)
     reference.save(force_insert=True)
-    (many,) = enqueue_many(jobs.add, [(1, "two")], queue="q1", priority=7, max_attempts=4)
+    (many,) = enqueue_many(jobs.echo, [(1, "two")], queue="q1", priority=7, max_attempts=4)
     assert stored(fast) == stored(reference)
     assert stored(many) == {**stored(reference), "kwargs": {}}
     assert stored(fast)["status"] == JobStatus.READY and stored(fast)["errors"] == []

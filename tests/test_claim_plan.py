@@ -8,7 +8,6 @@ statement the worker runs.
 import pytest
 from django.db import connection
 
-from django_dbjobs import db
 from django_dbjobs.models import Job
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -66,25 +65,26 @@ def fill(cursor):
         cursor.execute("ANALYZE django_dbjobs_job" if vendor == "postgresql" else "ANALYZE")
 
 
-def test_claim_is_an_index_scan_with_a_million_finished_jobs():
-    pick, mark, params = db.claim_statements(Job, "default", 100, None)
+@pytest.mark.parametrize("isolated", [True, False], ids=["any", "none-waiting-to-run-alone"])
+def test_claim_is_an_index_scan_with_a_million_finished_jobs(isolated):
+    sql, params = Job.objects.claim_sql("w", 100, None, isolated=isolated)
     with connection.cursor() as cursor:
         fill(cursor)
         assert Job.objects.filter(status="READY").count() == READY
         vendor = connection.vendor
         if vendor == "postgresql":
-            cursor.execute(f"EXPLAIN {mark} WHERE id IN ({pick.format(what='id')})", ["w", "w", *params])
+            cursor.execute(f"EXPLAIN {sql}", params)
             plan = "\n".join(row[0] for row in cursor.fetchall())
             assert "Index Scan using dbjobs_job_claim_idx" in plan, plan
             assert "Seq Scan" not in plan and "Sort" not in plan, plan
         elif vendor == "mysql":
-            cursor.execute(f"EXPLAIN {pick.format(what='id')}", params)
+            cursor.execute(f"EXPLAIN {sql}", params)
             names = [column[0] for column in cursor.description]
             (row,) = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
             assert row["key"] == "dbjobs_job_claim_idx", row
             assert "filesort" not in (row["Extra"] or ""), row
         else:
-            cursor.execute(f"EXPLAIN QUERY PLAN {pick.format(what='id')}", params)
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
             plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
             assert (
                 "USING INDEX dbjobs_job_claim_idx" in plan

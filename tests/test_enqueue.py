@@ -75,7 +75,7 @@ def test_job_keyword_arguments_are_never_taken_for_options():
     job.refresh_from_db()
     assert job.kwargs == {"queue": "not-an-option", "priority": "x"}
     assert (job.queue, job.priority) == ("default", 0)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"no option colour.*kwargs=\{'colour': \.\.\.\}"):
         enqueue(jobs.echo, 1, colour="red")
 
 

@@ -58,13 +58,26 @@ def test_a_retry_that_succeeds_keeps_the_earlier_error():
 
 
 @pytest.mark.django_db
-def test_unregistered_row_is_failed_without_importing_or_calling_it():
-    Job.objects.create(name="os.system", args=["touch /tmp/dbjobs-pwned"], max_attempts=5)
+def test_unknown_row_is_handed_back_for_a_worker_that_knows_it_without_being_called(tmp_path):
+    marker = tmp_path / "pwned"
+    Job.objects.create(name="os.system", args=[f"touch {marker}"], max_attempts=5)
+    job = claim_one()
+    assert execution.run(job, "w1") == JobStatus.READY
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.worker_ids, job.worker) == (JobStatus.READY, 0, [], None)
+    assert "not a registered job" in job.last_error and job.errors == []
+    assert job.run_at > job.enqueued_at, "it waits before being offered again"
+    assert not marker.exists(), "the named function was never imported or called"
+
+
+@pytest.mark.django_db
+def test_unknown_row_is_dead_lettered_once_the_grace_has_passed(settings):
+    settings.DBJOBS_UNKNOWN_JOB_GRACE = 0
+    Job.objects.create(name="os.system", args=["true"], max_attempts=5)
     job = claim_one()
     assert execution.run(job, "w1") == JobStatus.FAILED
     job.refresh_from_db()
-    assert job.status == JobStatus.FAILED and job.attempts == 1
-    assert "not a registered job" in job.last_error
+    assert job.status == JobStatus.FAILED and "not a registered job" in job.last_error
     assert job.errors[0]["exception_class_path"] == "django_dbjobs.exceptions.UnknownJob"
 
 

@@ -15,20 +15,20 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_prefetch_follows_recent_completions_up_to_the_setting():
     worker = Worker(concurrency=2, prefetch=10)
-    assert worker._prefetch_now() == 0, "a fresh worker claims only for its free threads"
+    assert worker.prefetch.size() == 0, "a fresh worker claims only for its free threads"
     now = time.monotonic()
-    worker._finished_at.extend([now - 5] * 50)  # long ago: slow jobs
-    assert worker._prefetch_now() == 0
-    worker._finished_at.extend([now] * 4)
-    assert worker._prefetch_now() == 4
-    worker._finished_at.extend([now] * 40)
-    assert worker._prefetch_now() == 10
+    worker.prefetch._finished.extend([now - 5] * 50)  # long ago: slow jobs
+    assert worker.prefetch.size() == 0
+    worker.prefetch._finished.extend([now] * 4)
+    assert worker.prefetch.size() == 4
+    worker.prefetch._finished.extend([now] * 40)
+    assert worker.prefetch.size() == 10
 
 
 def test_claim_takes_free_threads_plus_prefetch_in_one_go():
     bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
     worker = Worker(concurrency=2, prefetch=10)
-    worker._finished_at.extend([time.monotonic()] * 50)
+    worker.prefetch._finished.extend([time.monotonic()] * 50)
     assert worker._claim_free_slots() == 12
     assert Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id).count() == 12
 
@@ -36,7 +36,7 @@ def test_claim_takes_free_threads_plus_prefetch_in_one_go():
 def test_stopping_releases_prefetched_jobs_no_thread_started():
     bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
     worker = Worker(concurrency=2, prefetch=10)
-    worker._finished_at.extend([time.monotonic()] * 50)
+    worker.prefetch._finished.extend([time.monotonic()] * 50)
     worker._claim_free_slots()  # no threads are running: all 12 wait in the queue
     lost = next(iter(worker._running))
     Job.objects.filter(pk=lost).update(worker="new-owner")  # swept and taken meanwhile
@@ -50,7 +50,7 @@ def test_stopping_releases_prefetched_jobs_no_thread_started():
 def test_batched_successes_are_stored_together_and_fenced():
     bulk_enqueue(prepare(jobs.add, i, 1) for i in range(5))
     worker = Worker(concurrency=1, prefetch=10)
-    worker._finished_at.extend([time.monotonic()] * 50)
+    worker.prefetch._finished.extend([time.monotonic()] * 50)
     worker._claim_free_slots()
     claimed = list(worker._running.values())
     Job.objects.filter(pk=claimed[0].pk).update(worker="someone-else")  # lost to a sweep
@@ -100,8 +100,7 @@ def test_a_claim_that_committed_but_lost_its_answer_is_given_back_before_the_nex
     worker = Worker(concurrency=3, prefetch=0)
     worker._outage.pause = 0.01
     assert worker._claim_free_slots() == 3
-    for _ in range(3):
-        worker._tasks.get_nowait()  # as the job threads would
+    assert len(worker._threads.take_unstarted()) == 3  # as the job threads would
     done = worker._running.pop(next(iter(worker._running)))
     worker._acks.add(done, 42)  # finished, its success not stored yet
     held = set(worker._running) | {done.pk}

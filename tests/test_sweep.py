@@ -5,7 +5,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from django_dbjobs import enqueue, execution
-from django_dbjobs.models import Job, JobStatus, WorkerProcess
+from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
 from django_dbjobs.sweep import sweep
 from tests import jobs
 
@@ -33,55 +33,82 @@ def test_jobs_of_a_live_worker_are_never_touched():
     assert Job.objects.get().status == JobStatus.RUNNING
 
 
-def test_job_of_a_silent_worker_is_requeued_with_a_worker_lost_error():
+def claim_alone(worker):
+    """Claim the job and start it alone, as a worker does with a job recovered from a crash."""
+    job = claim(worker)
+    assert job.isolation == Isolation.WAITING
+    assert job.mark_started_alone(worker)
+    return job
+
+
+def test_job_of_a_silent_worker_goes_back_uncharged_to_run_alone():
     register("dead", seconds_ago=60)
     enqueue(jobs.add, 1, 1)
     claim("dead")
     result = sweep("sweeper", timeout=30)
-    assert (result.requeued, result.failed, result.workers_removed) == (1, 0, 1)
+    assert (result.given_back, result.requeued, result.failed, result.workers_removed) == (1, 0, 0, 1)
     job = Job.objects.get()
-    assert (job.status, job.worker, job.attempts) == (JobStatus.READY, None, 1)
-    assert job.errors[0]["exception_class_path"] == "django_dbjobs.exceptions.WorkerLost"
-    assert job.worker_ids == ["dead"]
+    assert (job.status, job.worker, job.attempts, job.pickups) == (JobStatus.READY, None, 0, 1)
+    assert job.isolation == Isolation.WAITING, "it may have started: it runs alone next time"
+    assert job.worker_ids == [] and job.errors == [], "no attempt was charged, none is reported"
     assert not WorkerProcess.objects.filter(pk="dead").exists()
 
 
-def test_job_whose_worker_row_is_missing_is_requeued():
+def test_a_job_that_was_running_alone_is_charged_with_a_worker_lost_error():
+    enqueue(jobs.add, 1, 1)
+    claim("dead")
+    sweep("sweeper", timeout=30)
+    claim_alone("dead-again")
+    result = sweep("sweeper", timeout=30)
+    assert (result.given_back, result.requeued, result.failed) == (0, 1, 0)
+    job = Job.objects.get()
+    assert (job.status, job.attempts, job.isolation) == (JobStatus.READY, 1, Isolation.WAITING)
+    assert job.errors[0]["exception_class_path"] == "django_dbjobs.exceptions.WorkerLost"
+    assert job.worker_ids == ["dead-again"]
+
+
+def test_job_whose_worker_row_is_missing_is_given_back():
     enqueue(jobs.add, 1, 1)
     claim("vanished")
-    assert sweep("sweeper", timeout=30).requeued == 1
+    assert sweep("sweeper", timeout=30).given_back == 1
 
 
 def test_job_that_lost_its_worker_on_every_attempt_is_dead_lettered():
     enqueue(jobs.add, 1, 1, max_attempts=2, unique_key="k")
+    claim("dead-0")  # the first loss is not charged: nobody knows the job had started
+    sweep("sweeper", timeout=30)
     for attempt in (1, 2):
-        claim(f"dead-{attempt}")
+        claim_alone(f"dead-{attempt}")
         sweep("sweeper", timeout=30)
     job = Job.objects.get()
     assert (job.status, job.attempts, job.active_key) == (JobStatus.FAILED, 2, None)
+    assert (job.pickups, job.isolation) == (3, Isolation.NONE)
     assert len(job.errors) == 2 and "WorkerLost" in job.last_error
 
 
 def test_the_sweeper_never_sweeps_its_own_jobs():
     enqueue(jobs.add, 1, 1)
     claim("me")
-    assert sweep("me", timeout=30).requeued == 0
+    assert sweep("me", timeout=30).given_back == 0
 
 
 def test_a_swept_worker_cannot_finish_the_job_afterwards():
     enqueue(jobs.add, 1, 1)
     stale = claim("frozen")
     sweep("sweeper", timeout=30)
-    fresh = claim("frozen")  # the same worker claims the job again: attempt 2
-    assert execution.run(stale, "frozen") is None, "the old attempt's outcome must be dropped"
+    fresh = claim("frozen")  # the same worker claims the job again: same attempt, new pickup
+    assert (stale.attempts, fresh.attempts, fresh.pickups) == (1, 1, 2)
+    assert execution.run(stale, "frozen") is None, "the old pickup's outcome must be dropped"
     assert execution.run(fresh, "frozen") == JobStatus.SUCCESSFUL
     job = Job.objects.get()
-    assert (job.status, job.attempts) == (JobStatus.SUCCESSFUL, 2)
+    assert (job.status, job.attempts, job.isolation) == (JobStatus.SUCCESSFUL, 1, Isolation.NONE)
 
 
 def test_two_sweepers_recover_each_job_once():
     enqueue(jobs.add, 1, 1)
     claim("dead")
+    sweep("a", timeout=30)
+    claim_alone("dead-alone")
     first = sweep("a", timeout=30)
     second = sweep("b", timeout=30)
     assert first.requeued + second.requeued == 1

@@ -1,4 +1,4 @@
-from .job import Job, JobQuerySet, JobStatus
+from .job import Isolation, Job, JobQuerySet, JobStatus
 from .worker import WorkerProcess
 
-__all__ = ["Job", "JobQuerySet", "JobStatus", "WorkerProcess"]
+__all__ = ["Isolation", "Job", "JobQuerySet", "JobStatus", "WorkerProcess"]

@@ -1,0 +1,105 @@
+"""What a database error means: an outage to wait out, bad data, or a setup problem.
+
+Retrying every error turns one value the database refuses into a stalled worker, and
+failing on every error turns a restart into lost attempts. Drivers do not agree on the
+exception class (MariaDB reports a failed CHECK as OperationalError, SQLite reports a
+missing table as OperationalError), so the codes decide, per database.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from django.db import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+)
+
+
+class ErrorKind(enum.Enum):
+    #: The database went away, a lock or statement timed out, a deadlock, a
+    #: serialization failure: try again later, nothing is wrong with the data.
+    OUTAGE = "outage"
+    #: A value the database (or its driver) refuses: fail the one job it belongs to.
+    DATA = "data"
+    #: Tables or columns missing, a feature missing: no retry will help.
+    SETUP = "setup"
+
+
+# PostgreSQL SQLSTATE classes of OperationalError that are not outages.
+_PG_DATA_CLASSES = {"54"}  # program limit exceeded: a value too deep or too large
+# MySQL/MariaDB server errors that are outages; client errors (2000-2999) all are.
+_MYSQL_OUTAGES = {
+    1040,  # too many connections
+    1043,  # bad handshake
+    1053,  # server shutdown in progress
+    1077,  # normal shutdown
+    1078,  # got signal, aborting
+    1079,  # shutdown complete
+    1080,  # forcing close of thread
+    1152,  # aborted connection
+    1156,  # packets out of order
+    1158,  # net read error
+    1159,  # net read timeout
+    1160,  # net write error
+    1161,  # net write timeout
+    1184,  # aborted new connection
+    1203,  # max user connections
+    1205,  # lock wait timeout
+    1213,  # deadlock
+    1290,  # --read-only: a failover in progress
+    1317,  # query interrupted
+    1792,  # read-only transaction
+    1836,  # read-only mode
+    1927,  # connection killed
+    1969,  # MariaDB statement timeout
+    3024,  # MySQL statement timeout
+    4031,  # disconnected by the server (idle timeout)
+}
+_MYSQL_SETUP = {1049, 1054, 1146}  # unknown database, unknown column, no such table
+_SQLITE_SETUP = ("no such table", "no such column", "has no column named")
+
+
+def classify(exc: BaseException, vendor: str) -> ErrorKind:
+    """Say what `exc`, raised while talking to a `vendor` database, means for a retry."""
+    if isinstance(exc, InterfaceError):
+        return ErrorKind.OUTAGE
+    if isinstance(exc, DataError | IntegrityError):
+        return ErrorKind.DATA
+    if not isinstance(exc, DatabaseError):
+        # Raised before the value reached the server: a lone surrogate the driver
+        # cannot encode, JSON that cannot be written, a number out of range.
+        return ErrorKind.DATA
+    if isinstance(exc, NotSupportedError):
+        return ErrorKind.SETUP
+    cause = exc.__cause__
+    if vendor == "postgresql":
+        code = getattr(cause, "sqlstate", None) or ""
+        if isinstance(exc, ProgrammingError):
+            return ErrorKind.SETUP
+        if code[:2] in _PG_DATA_CLASSES:
+            return ErrorKind.DATA
+        return ErrorKind.OUTAGE  # connection, shutdown, resources, lock and rollback classes
+    if vendor == "mysql":
+        args = getattr(cause, "args", None) or exc.args
+        code = args[0] if args and isinstance(args[0], int) else None
+        if code in _MYSQL_SETUP:
+            return ErrorKind.SETUP
+        if code is None or 2000 <= code < 3000 or code in _MYSQL_OUTAGES:
+            return ErrorKind.OUTAGE
+        if isinstance(exc, ProgrammingError):
+            return ErrorKind.SETUP
+        return ErrorKind.DATA  # a CHECK constraint (4025, 3819), invalid JSON (3140), ...
+    if vendor == "sqlite":
+        message = str(exc).lower()
+        if any(text in message for text in _SQLITE_SETUP):
+            return ErrorKind.SETUP
+        if isinstance(exc, OperationalError | ProgrammingError):
+            return ErrorKind.OUTAGE  # locked, busy, disk I/O, a closed connection
+        return ErrorKind.OUTAGE
+    return ErrorKind.OUTAGE if isinstance(exc, OperationalError) else ErrorKind.SETUP

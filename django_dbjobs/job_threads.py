@@ -1,0 +1,105 @@
+"""JobThreads: the worker's threads that run claimed jobs, each on its own connection."""
+
+from __future__ import annotations
+
+import logging
+import queue as queue_module
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from django.db import DatabaseError, InterfaceError, connections
+
+from . import execution
+from .models import Job
+from .outage import Outage
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+logger = logging.getLogger("django_dbjobs")
+
+#: A thread whose connection sat unused this long checks it before the next job
+#: (a MySQL wait_timeout, a firewall dropping idle connections).
+IDLE_CHECK_SECONDS = 10.0
+
+
+class JobThreads:
+    """Run jobs submitted by the worker's loop on `count` threads, in submission order."""
+
+    def __init__(self, worker: Worker, count: int):
+        self.worker = worker
+        self.count = count
+        self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for n in range(self.count):
+            thread = threading.Thread(target=self._work, name=f"dbjobs-worker-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def submit(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            self._tasks.put(job)
+
+    def queued(self) -> int:
+        """Jobs submitted that no thread has started yet."""
+        return self._tasks.qsize()
+
+    def take_unstarted(self) -> list[Job]:
+        """Take back every job no thread has started."""
+        unstarted = []
+        while True:
+            try:
+                job = self._tasks.get_nowait()
+            except queue_module.Empty:
+                return unstarted
+            if job is not None:
+                unstarted.append(job)
+
+    def stop(self) -> None:
+        """Let each thread end once it is done with its current job."""
+        for _ in self._threads:
+            self._tasks.put(None)
+
+    def _work(self) -> None:
+        worker = self.worker
+        outage = Outage(worker.using, on_error=worker._database_error, forced=worker._forced)
+        errors_seen = worker.database_errors
+        last_job = time.monotonic()
+        try:
+            while (job := self._tasks.get()) is not None:
+                try:
+                    if (
+                        errors_seen != worker.database_errors
+                        or time.monotonic() - last_job > IDLE_CHECK_SECONDS
+                    ):
+                        errors_seen = worker.database_errors
+                        check_connections()
+                    if worker.may_start(job):
+                        execution.run(job, worker.id, on_success=worker._acks.add, outage=outage)
+                except BaseException:  # noqa: B036 - a job thread must never die
+                    logger.exception("Unexpected error running job id=%s", job.pk)
+                finally:
+                    last_job = time.monotonic()
+                    worker.job_done(job)
+        finally:
+            connections.close_all()
+
+
+def check_connections() -> None:
+    """Close this thread's connections that no longer answer, as Django does between requests.
+
+    After a database restart a job's first query would otherwise fail and cost it an
+    attempt; a closed connection is opened again when the job next uses it.
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is None:
+            continue
+        try:
+            usable = connection.is_usable()
+        except (DatabaseError, InterfaceError):
+            usable = False
+        if not usable:
+            connection.close()

@@ -135,3 +135,21 @@ if os.environ.get("DBJOBS_TEST_RAISING_RECEIVERS"):
 
     for _signal in (job_started, job_finished, job_failed):
         _signal.connect(_raise_for_every_third, weak=False)
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("even the message fails")
+
+
+@job(max_attempts=1)
+def raises_unprintable():
+    raise Unprintable()
+
+
+@job
+def own_isolation():
+    """The isolation state of this job's row, read from the database while it runs."""
+    from django_dbjobs.models import Job
+
+    return Job.objects.get(pk=current_job().pk).isolation

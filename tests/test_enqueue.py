@@ -7,12 +7,13 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from django_dbjobs import aenqueue, bulk_enqueue, enqueue, prepare, wakeup
+from django_dbjobs import aenqueue, bulk_enqueue, enqueue, enqueue_many, prepare, wakeup
 from django_dbjobs.exceptions import (
     InvalidJob,
     InvalidJobArguments,
     PayloadTooLarge,
     UnknownJob,
+    UnknownOption,
 )
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.signals import job_enqueued
@@ -192,7 +193,50 @@ INVALID_CALLS = [
         lambda: enqueue(jobs.add, 1, 2, queue="other"), InvalidJob, "DBJOBS_QUEUES", id="queue-unknown"
     ),
     pytest.param(lambda: enqueue(jobs.add, 1, 2, max_attempts=0), InvalidJob, "max_attempts", id="attempts"),
+    pytest.param(
+        lambda: enqueue(jobs.echo, "a\ud800b"), InvalidJobArguments, "lone surrogate", id="surrogate"
+    ),
+    pytest.param(
+        lambda: enqueue(jobs.echo, kwargs={"k": {"\udcff": 1}}),
+        InvalidJobArguments,
+        "kwargs['k'] key",
+        id="surrogate-key",
+    ),
+    pytest.param(
+        lambda: enqueue(jobs.add, 1), InvalidJobArguments, "missing a required argument: 'b'", id="missing"
+    ),
+    pytest.param(
+        lambda: enqueue(jobs.add, 1, 2, kwargs={"c": 3}),
+        InvalidJobArguments,
+        "tests.jobs.add(a, b): got an unexpected keyword argument 'c'",
+        id="unknown-kwarg",
+    ),
+    pytest.param(
+        lambda: enqueue(jobs.add, 1, 2, 3), InvalidJobArguments, "too many positional", id="too-many"
+    ),
+    pytest.param(
+        lambda: enqueue_many(jobs.add, [(1, 2), (1,)]), InvalidJobArguments, "arguments[1]", id="many-missing"
+    ),
+    pytest.param(lambda: enqueue(jobs.echo, {1, 2}), InvalidJobArguments, "is a set", id="a-set"),
+    pytest.param(lambda: enqueue(jobs.echo, Order()), InvalidJobArguments, "is an Order", id="an-order"),
+    pytest.param(
+        lambda: enqueue(jobs.echo, {"k" * 500: object()}),
+        InvalidJobArguments,
+        "args[0]['kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...'] is an object",
+        id="long-key-shortened",
+    ),
+    pytest.param(
+        lambda: enqueue(jobs.add, 1, amount="5"),
+        UnknownOption,
+        "enqueue() has no option amount. The job's own keyword arguments go in kwargs={...}: "
+        "enqueue(job, 1, kwargs={'amount': ...})",
+        id="kwarg-as-option",
+    ),
 ]
+
+
+class Order:
+    """Something that is not JSON data, with a name that takes 'an'."""
 
 
 @pytest.mark.django_db(transaction=True)

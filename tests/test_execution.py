@@ -1,8 +1,12 @@
+import threading
+
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from django_dbjobs import enqueue, execution
-from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.acks import SuccessBatch
+from django_dbjobs.models import Isolation, Job, JobStatus
+from django_dbjobs.outage import Outage
 from django_dbjobs.signals import job_failed, job_finished, job_started
 from tests import jobs
 
@@ -152,3 +156,98 @@ def test_signals_report_start_finish_and_dead_letter():
         ("finished", "FAILED"),
         ("failed", "ValueError: boom"),
     ]
+
+
+def unstorable_value():
+    """A value this database refuses, once past the worker's own cleaning."""
+    if connection.vendor == "mysql":
+        value = []
+        for _ in range(40):
+            value = [value]
+        return value
+    if connection.vendor == "postgresql":
+        return "lone \ud800 surrogate"
+    return {"not json": object()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_raising_receivers_are_logged_and_outcomes_stored(caplog):
+    def explode(sender, **kwargs):
+        raise RuntimeError("receiver bug")
+
+    for signal in (job_started, job_finished, job_failed):
+        signal.connect(explode, weak=False)
+    try:
+        enqueue(jobs.add, 1, 2)
+        enqueue(jobs.always_fails, max_attempts=1, priority=-1)
+        assert execution.run(claim_one(), "w1") == JobStatus.SUCCESSFUL
+        assert execution.run(claim_one(), "w1") == JobStatus.FAILED
+    finally:
+        for signal in (job_started, job_finished, job_failed):
+            signal.disconnect(explode)
+    assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.SUCCESSFUL, JobStatus.FAILED}
+    raised = [r for r in caplog.records if "Signal receiver" in r.getMessage()]
+    assert len(raised) == 5 and all(r.exc_info and r.exc_info[0] is RuntimeError for r in raised)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_exception_whose_message_raises_is_still_recorded():
+    enqueue(jobs.raises_unprintable)
+    assert execution.run(claim_one(), "w1") == JobStatus.FAILED
+    job = Job.objects.get()
+    assert job.last_error == "Unprintable: <the exception's message could not be read>"
+    assert job.errors[0]["exception_class_path"] == "tests.jobs.Unprintable"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_failed_attempts_are_logged_with_their_traceback(caplog):
+    enqueue(jobs.always_fails, "kaput")
+    execution.run(claim_one(), "w1")
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("Job will retry")]
+    assert record.exc_info and record.exc_info[0] is ValueError
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_waiting_to_run_alone_records_its_start_and_stores_its_outcome_at_once():
+    enqueue(jobs.own_isolation)
+    Job.objects.update(isolation=Isolation.WAITING)
+    batched = []
+    status = execution.run(claim_one(), "w1", on_success=lambda job, value: batched.append(job))
+    assert status == JobStatus.SUCCESSFUL and batched == [], "not left waiting in a batch"
+    job = Job.objects.get()
+    assert (job.status, job.return_value, job.isolation) == (JobStatus.SUCCESSFUL, "STARTED", "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_return_value_the_database_refuses_dead_letters_the_job_with_a_clear_error():
+    enqueue(jobs.add, 1, 2, max_attempts=5)
+    job = claim_one()
+    assert execution.store_success(job, "w1", unstorable_value(), Outage("default")) == JobStatus.FAILED
+    job = Job.objects.get()
+    assert job.status == JobStatus.FAILED and job.return_value is None
+    assert job.last_error.startswith(
+        "UnstorableResult: the job ran, but the database refused its return value"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_with_one_refused_value_is_stored_job_by_job():
+    for i in range(5):
+        enqueue(jobs.add, i, 1)
+    with transaction.atomic():
+        claimed = Job.objects.claim("w1", 5)
+    batch = SuccessBatch("w1", "default", threading.Event(), Outage("default"))
+    for job in claimed:
+        batch.add(job, unstorable_value() if job.args[0] == 2 else job.args[0] + 1)
+    batch.flush(force=True)
+    rows = {job.args[0]: job for job in Job.objects.all()}
+    assert rows.pop(2).status == JobStatus.FAILED
+    assert {(j.status, j.return_value) for j in rows.values()} == {
+        (JobStatus.SUCCESSFUL, n + 1) for n in rows
+    }
+
+
+def test_return_values_are_cleaned_not_refused():
+    from django_dbjobs import validation
+
+    assert validation.return_value(["a\ud800", {"k\x00": "b\x00"}], True) == ["a?", {"k\ufffd": "b\ufffd"}]

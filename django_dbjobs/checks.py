@@ -171,6 +171,15 @@ def check_databases(app_configs=None, databases=None, **kwargs):
     errors = []
     for alias in databases or []:
         connection = connections[alias]
+        if connection.vendor == "sqlite" and db.sqlite_version() < db.MIN_SQLITE_VERSION:
+            errors.append(
+                checks.Error(
+                    f"Database {alias!r} uses SQLite {'.'.join(map(str, db.sqlite_version()))}, which has "
+                    "no UPDATE ... RETURNING; the worker's claim needs it.",
+                    hint="Use SQLite 3.35 or newer (Python's sqlite3 module is linked against it).",
+                    id="dbjobs.E015",
+                )
+            )
         if connection.features.has_select_for_update and not db.can_skip_locked(alias):
             errors.append(
                 checks.Error(

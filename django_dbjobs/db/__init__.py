@@ -83,9 +83,9 @@ def unsupported_reason(using: str = "default") -> str | None:
     RETURNING, which the claim needs.
     """
     connection = connections[using]
-    if connection.vendor == "sqlite" and sqlite3.sqlite_version_info < MIN_SQLITE_VERSION:
+    if connection.vendor == "sqlite" and sqlite_version() < MIN_SQLITE_VERSION:
         return (
-            f"SQLite {sqlite3.sqlite_version} has no UPDATE ... RETURNING; django_dbjobs needs "
+            f"SQLite {'.'.join(map(str, sqlite_version()))} has no UPDATE ... RETURNING; django_dbjobs needs "
             f"SQLite {'.'.join(map(str, MIN_SQLITE_VERSION))} or newer."
         )
     if connection.features.has_select_for_update and not can_skip_locked(using):
@@ -96,6 +96,11 @@ def unsupported_reason(using: str = "default") -> str | None:
             "MySQL 8.0.1+ or MariaDB 10.6+."
         )
     return None
+
+
+def sqlite_version() -> tuple[int, ...]:
+    """The version of the SQLite library Python's sqlite3 module uses."""
+    return sqlite3.sqlite_version_info
 
 
 def seconds_from_now(seconds: float) -> models.Expression:

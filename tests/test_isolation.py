@@ -1,0 +1,51 @@
+"""Jobs recovered from a dead worker run alone, so a later crash is charged to the right job."""
+
+import datetime
+import time
+
+import pytest
+from django.db.models.functions import Now
+
+from django_dbjobs import bulk_enqueue, prepare
+from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
+from django_dbjobs.sweep import Sweeper
+from django_dbjobs.worker import Worker
+from tests import jobs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_worker_holds_one_job_waiting_to_run_alone_and_gives_back_the_others():
+    bulk_enqueue(prepare(jobs.add, i, i, priority=10 - i) for i in range(6))
+    waiting = Job.objects.filter(priority__gte=8)  # the first three in claim order
+    waiting.update(isolation=Isolation.WAITING)
+    worker = Worker(concurrency=2, prefetch=10)
+    worker.prefetch._finished.extend([time.monotonic()] * 50)
+    assert worker._claim_free_slots() == 4, "one waiting job and three others"
+    held = Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id)
+    assert held.filter(isolation=Isolation.WAITING).count() == 1
+    assert worker._alone == held.get(isolation=Isolation.WAITING).pk
+    given_back = Job.objects.filter(status=JobStatus.READY, isolation=Isolation.WAITING)
+    assert given_back.count() == 2
+    assert list(given_back.values_list("attempts", "worker_ids")) == [(0, [])] * 2, "pickup undone"
+    assert worker._claim_free_slots() == 0, "no second job to run alone while one is held"
+    for job in worker._threads.take_unstarted():  # as if the job threads ran them all
+        worker.job_done(job)
+    assert worker._alone is None
+    assert worker._claim_free_slots() == 1, "the next one, once the first is done"
+
+
+def test_a_fresh_sweeper_waits_a_heartbeat_timeout_before_judging_workers(settings):
+    settings.DBJOBS_HEARTBEAT_TIMEOUT = 0.5
+    WorkerProcess.objects.create(id="dead", hostname="h", pid=1, concurrency=1)
+    WorkerProcess.objects.filter(pk="dead").update(heartbeat_at=Now() - datetime.timedelta(seconds=60))
+    bulk_enqueue([prepare(jobs.add, 1, 1)])
+    Job.objects.claim("dead", 1)
+    sweeper = Sweeper("me", "default")
+    sweeper.sweep_if_due()
+    assert Job.objects.get().status == JobStatus.RUNNING, (
+        "right after an outage every heartbeat looks stale: a fresh worker must not judge yet"
+    )
+    time.sleep(0.6)
+    sweeper.sweep_if_due()
+    assert Job.objects.get().status == JobStatus.READY

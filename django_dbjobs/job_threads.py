@@ -77,7 +77,7 @@ class JobThreads:
                     ):
                         errors_seen = worker.database_errors
                         check_connections()
-                    if worker.may_start(job):
+                    if worker.lease.may_start(job):
                         execution.run(job, worker.id, on_success=worker._acks.add, outage=outage)
                 except BaseException:  # noqa: B036 - a job thread must never die
                     logger.exception("Unexpected error running job id=%s", job.pk)

@@ -17,8 +17,10 @@ from .acks import SuccessBatch
 from .conf import settings
 from .exceptions import NotMigrated
 from .heartbeat import Heartbeat
+from .held import HeldJobs
 from .job_threads import JobThreads
-from .models import Isolation, Job, WorkerProcess
+from .lease import Lease
+from .models import Job, WorkerProcess
 from .outage import Outage
 from .prefetch import Prefetch
 from .stop_signals import StopSignals
@@ -36,10 +38,10 @@ class Worker:
     """Claim due jobs and run them on `concurrency` threads until told to stop.
 
     The main thread claims, stores batched successes, sweeps and shuts down; job
-    threads (job_threads.py) run jobs. A claimed job is in `_running` from its claim
+    threads (job_threads.py) run jobs. A claimed job is held (held.py) from its claim
     until its thread is done with it (outcome stored, or handed to the success
-    batch, which the main thread stores). At most one claimed job at a time is one
-    that must run alone (`_alone`; see models.Isolation).
+    batch, which the main thread stores, so _release_unheld() reads the two in that
+    order). At most one held job at a time is one that must run alone.
     """
 
     def __init__(
@@ -67,13 +69,11 @@ class Worker:
         self.using = using
         self.id = new_worker_id()
         self.claimed = 0
-        self._running: dict[str, Job] = {}
-        self._alone: str | None = None
-        self._lock = threading.Lock()
+        self._held = HeldJobs()
         self._wake = threading.Event()
         self._stopping = False
         self._forced = threading.Event()
-        self._lease_lost = threading.Event()
+        self.lease = Lease(self)
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
         self._outage = Outage(using, on_error=self._database_error, forced=self._forced, wake=self._wake)
@@ -104,8 +104,9 @@ class Worker:
                 self._register,
                 self.using,
                 on_error=self._database_error,
-                on_lost=self._on_lease_lost,
+                on_lost=self.lease.lost,
             )
+            self.lease.heartbeat = self._heartbeat
             self._heartbeat.start()
             self._threads.start()
             logger.info(
@@ -164,16 +165,11 @@ class Worker:
         self.database_errors += 1
         self._sweeper.database_error()
 
-    def _on_lease_lost(self) -> None:
-        self._lease_lost.set()
-        self._wake.set()
-
     # The claim loop
 
     def _loop(self) -> None:
         while not self._stopping:
-            if self._lease_lost.is_set():
-                self._drop_lost_jobs()
+            self.lease.drop_lost_jobs()
             self._sweeper.sweep_if_due()
             self._acks.flush()
             claimed = self._claim_free_slots()
@@ -181,8 +177,7 @@ class Worker:
                 continue  # database error: already paused
             if claimed:
                 continue
-            with self._lock:
-                idle = not self._running
+            idle = not self._held
             if idle and (self.burst or self._quota_reached()):
                 self._acks.flush(force=True)
                 logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimed)
@@ -201,8 +196,7 @@ class Worker:
     def _free_slots(self) -> int:
         if self._threads.queued() >= self.concurrency:
             return 0
-        with self._lock:
-            free = self.concurrency + self.prefetch.size() - len(self._running)
+        free = self.concurrency + self.prefetch.size() - len(self._held)
         if self.max_jobs is not None:
             free = min(free, self.max_jobs - self.claimed)
         return max(free, 0)
@@ -231,61 +225,21 @@ class Worker:
         if jobs is None:
             self._claim_in_doubt = True
             return None
-        jobs = self._keep_one_alone(jobs)
-        with self._lock:
-            for job in jobs:
-                self._running[job.pk] = job
+        extra = self._held.add(jobs)
+        if extra:  # hold one job that must run alone at a time; give the others back now
+            self._release(extra, quiet=True)
+            jobs = [job for job in jobs if job not in extra]
         self._threads.submit(jobs)
         self.claimed += len(jobs)
         return len(jobs)
 
     def _claim(self, limit: int) -> list[Job]:
-        isolated = self._alone is None
+        isolated = self._held.alone is None
         return Job.objects.using(self.using).claim(self.id, limit, self.queues, isolated=isolated)
-
-    def _keep_one_alone(self, jobs: list[Job]) -> list[Job]:
-        """Keep at most one job that must run alone; give the others back at once."""
-        extra = []
-        for job in jobs:
-            if job.isolation == Isolation.NONE:
-                continue
-            if self._alone is None:
-                self._alone = job.pk
-            else:
-                extra.append(job)
-        if extra:
-            self._release(extra, quiet=True)
-            jobs = [job for job in jobs if job not in extra]
-        return jobs
-
-    def may_start(self, job: Job) -> bool:
-        """False for a prefetched job a sweep took back while this worker was unresponsive.
-
-        Called by a job thread before it starts `job`. Costs nothing while heartbeats
-        get through; after a freeze or an outage (no beat for half the heartbeat
-        timeout, or the worker row found gone) it asks the database.
-        """
-        beat = self._heartbeat.last_beat if self._heartbeat is not None else time.monotonic()
-        if not self._lease_lost.is_set() and time.monotonic() - beat < settings.HEARTBEAT_TIMEOUT / 2:
-            return True
-        try:
-            owned = Job.objects.using(self.using).still_owned(self.id, [job])
-        except (DatabaseError, InterfaceError):
-            return True  # cannot tell: run it (at least once); its outcome is fenced anyway
-        if job.pk not in owned:
-            logger.warning(
-                "Prefetched job dropped: a sweep gave it back while this worker was unresponsive id=%s",
-                job.pk,
-            )
-            return False
-        return True
 
     def job_done(self, job: Job) -> None:
         """A job thread is done with `job` (called on that thread)."""
-        with self._lock:
-            self._running.pop(job.pk, None)
-            if self._alone == job.pk:
-                self._alone = None
+        self._held.remove([job])
         self.prefetch.job_finished()
         self._wake.set()
 
@@ -295,41 +249,13 @@ class Worker:
         A claim can commit while its answer is lost (the connection broke after the
         COMMIT): those rows are RUNNING under a live, heartbeating worker, so no sweep
         would ever recover them. Only this thread claims, and a job moves from
-        _running to the pending successes, so reading them in that order misses none.
+        the held jobs to the pending successes, so reading them in that order misses none.
         """
-        with self._lock:
-            held = set(self._running)
-        held |= self._acks.pending_ids()
+        held = self._held.ids() | self._acks.pending_ids()
         released = Job.objects.using(self.using).release_unheld(self.id, held)
         if released:
             logger.warning("Jobs of a failed claim released count=%s id=%s", released, self.id)
         return released
-
-    def _drop_lost_jobs(self) -> None:
-        """After this worker was presumed dead: drop the unstarted jobs it no longer owns.
-
-        A frozen worker's jobs were given back by a sweep while it slept; starting them
-        now would run them twice. Jobs claimed since it woke are still its own. Until
-        this is done, job threads check each job they start (may_start()).
-        """
-        unstarted = self._threads.take_unstarted()
-        owned = self._outage.call(
-            lambda: Job.objects.using(self.using).still_owned(self.id, unstarted), "checking jobs"
-        )
-        if owned is None:
-            owned = set()
-        lost = [job for job in unstarted if job.pk not in owned]
-        for job in lost:
-            self.job_done(job)
-        self._threads.submit([job for job in unstarted if job.pk in owned])
-        self._lease_lost.clear()
-        if lost:
-            logger.warning(
-                "Prefetched jobs dropped: a sweep gave them back while this worker was unresponsive "
-                "count=%s id=%s",
-                len(lost),
-                self.id,
-            )
 
     # Shutdown
 
@@ -344,11 +270,7 @@ class Worker:
         except (DatabaseError, InterfaceError) as exc:
             released = None
             logger.error("Could not release jobs id=%s: %s", self.id, exc)
-        with self._lock:
-            for job in jobs:
-                self._running.pop(job.pk, None)
-                if self._alone == job.pk:
-                    self._alone = None
+        self._held.remove(jobs)
         (logger.debug if quiet else logger.warning)(
             "Jobs released unfinished count=%s released=%s ids=%s",
             len(jobs),
@@ -361,16 +283,13 @@ class Worker:
         self._release(self._threads.take_unstarted())
         deadline = time.monotonic() + self.shutdown_grace
         while not self.forced and time.monotonic() < deadline:
-            with self._lock:
-                if not self._running:
-                    break
+            if not self._held:
+                break
             self._acks.flush(force=True)  # successes are stored as they finish, not when the grace ends
             self._wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
             self._wake.clear()
         self._acks.flush(force=True)
-        with self._lock:
-            unfinished = list(self._running.values())
-        self._release(unfinished)
+        self._release(self._held.all())
         # A job that finished while the release ran: its success is stored now, or
         # dropped by the fence if the release got there first (then it runs again).
         self._acks.flush(force=True)

@@ -24,14 +24,14 @@ def test_a_worker_holds_one_job_waiting_to_run_alone_and_gives_back_the_others()
     assert worker._claim_free_slots() == 4, "one waiting job and three others"
     held = Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id)
     assert held.filter(isolation=Isolation.WAITING).count() == 1
-    assert worker._alone == held.get(isolation=Isolation.WAITING).pk
+    assert worker._held.alone == held.get(isolation=Isolation.WAITING).pk
     given_back = Job.objects.filter(status=JobStatus.READY, isolation=Isolation.WAITING)
     assert given_back.count() == 2
     assert list(given_back.values_list("attempts", "worker_ids")) == [(0, [])] * 2, "pickup undone"
     assert worker._claim_free_slots() == 0, "no second job to run alone while one is held"
     for job in worker._threads.take_unstarted():  # as if the job threads ran them all
         worker.job_done(job)
-    assert worker._alone is None
+    assert worker._held.alone is None
     assert worker._claim_free_slots() == 1, "the next one, once the first is done"
 
 

@@ -38,7 +38,7 @@ def test_stopping_releases_prefetched_jobs_no_thread_started():
     worker = Worker(concurrency=2, prefetch=10)
     worker.prefetch._finished.extend([time.monotonic()] * 50)
     worker._claim_free_slots()  # no threads are running: all 12 wait in the queue
-    lost = next(iter(worker._running))
+    lost = next(iter(worker._held.ids()))
     Job.objects.filter(pk=lost).update(worker="new-owner")  # swept and taken meanwhile
     started = time.monotonic()
     worker._shutdown()
@@ -52,7 +52,7 @@ def test_batched_successes_are_stored_together_and_fenced():
     worker = Worker(concurrency=1, prefetch=10)
     worker.prefetch._finished.extend([time.monotonic()] * 50)
     worker._claim_free_slots()
-    claimed = list(worker._running.values())
+    claimed = worker._held.all()
     Job.objects.filter(pk=claimed[0].pk).update(worker="someone-else")  # lost to a sweep
     for job in claimed:
         worker._acks.add(job, job.args[0] + 1)
@@ -101,9 +101,10 @@ def test_a_claim_that_committed_but_lost_its_answer_is_given_back_before_the_nex
     worker._outage.pause = 0.01
     assert worker._claim_free_slots() == 3
     assert len(worker._threads.take_unstarted()) == 3  # as the job threads would
-    done = worker._running.pop(next(iter(worker._running)))
+    done = worker._held.all()[0]
+    worker._held.remove([done])
     worker._acks.add(done, 42)  # finished, its success not stored yet
-    held = set(worker._running) | {done.pk}
+    held = worker._held.ids() | {done.pk}
 
     real_claim = worker._claim
 
@@ -119,7 +120,7 @@ def test_a_claim_that_committed_but_lost_its_answer_is_given_back_before_the_nex
     del worker._claim
     assert worker._claim_free_slots() == 1
     owned_now = Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id)
-    assert set(owned_now.values_list("pk", flat=True)) == set(worker._running) | {done.pk}, (
+    assert set(owned_now.values_list("pk", flat=True)) == worker._held.ids() | {done.pk}, (
         "the rows of the failed claim were given back"
     )
     assert set(owned_now.values_list("attempts", flat=True)) == {1}, "the lost claim's attempt is refunded"

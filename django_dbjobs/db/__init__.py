@@ -6,12 +6,10 @@ asks these helpers (or Django's feature flags) instead of looking at the vendor.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import json
 import sqlite3
 
-from django.db import connections, models, transaction
+from django.db import connections, models
 from django.db.models import Q
 from django.db.models.functions import Now
 
@@ -166,173 +164,22 @@ def sqlite_settings_problems(settings_dict: dict) -> list[str]:
     return problems
 
 
-# Hot-path SQL. The claim and the batched completion are written out by hand: each
-# runs once per batch of jobs, and the ORM's query building cost more than the
-# database's work for them.
+from .claims import (  # noqa: E402 - the hot-path SQL, kept in its own module
+    APPEND_SQL,
+    JSON_PLACEHOLDER,
+    NOW_SQL,
+    WithoutLastWorker,
+    claim_jobs,
+    claim_sql,
+    finish_successes,
+)
 
-NOW_SQL = {
-    "postgresql": "STATEMENT_TIMESTAMP()",
-    "mysql": "CURRENT_TIMESTAMP(6)",
-    "sqlite": "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')",
-}
-#: How a JSON text parameter is written into an INSERT.
-JSON_PLACEHOLDER = {"postgresql": "%s::jsonb", "mysql": "%s", "sqlite": "%s"}
-APPEND_SQL = {
-    "postgresql": "worker_ids || jsonb_build_array(%s::text)",
-    "mysql": "JSON_ARRAY_APPEND(worker_ids, '$', %s)",
-    "sqlite": "json_insert(worker_ids, '$[#]', %s)",
-}
-
-
-#: A LIMIT no claim asks for: compiled into the cached claim SQL, then made a parameter.
-_LIMIT_MARK = 987_654_321
-_claims: dict[tuple, tuple[str, list]] = {}
-
-
-def claim_pick(
-    build, shape: tuple, using: str, limit: int, values: dict[str, object], what: str = "id"
-) -> tuple[str, list]:
-    """The claim's row selection, built by the ORM: (SQL, parameters).
-
-    `build()` returns the due jobs to pick from (``Job.objects.due().for_queues(...)``)
-    made with placeholder values, the same for every claim of this `shape`; it is
-    ordered in claim order, locked with ``FOR UPDATE SKIP LOCKED`` where rows can be
-    locked (Django leaves the lock out on SQLite), limited, and compiled once per
-    shape. `values` maps each placeholder to this claim's value. `what` is "id", or
-    "*" for every column (MySQL).
-    """
-    key = (using, what, shape)
-    cached = _claims.get(key)
-    if cached is None:
-        from ..models.job import CLAIM_ORDER
-
-        picked = build().order_by(*CLAIM_ORDER).select_for_update(skip_locked=True)[:_LIMIT_MARK]
-        if what == "id":
-            picked = picked.values_list("pk")
-        # select_for_update() may only be compiled inside a transaction; nothing runs.
-        locks = connections[using].features.has_select_for_update
-        with transaction.atomic(using=using) if locks else contextlib.nullcontext():
-            sql, params = picked.query.sql_with_params()
-        limit_sql = f"LIMIT {_LIMIT_MARK}"
-        if sql.count(limit_sql) != 1:
-            raise AssertionError(f"Unexpected claim SQL: {sql}")
-        before = sql[: sql.index(limit_sql)]
-        position = before.count("%s") - before.count("%%s")
-        sql = sql.replace(limit_sql, "LIMIT %s")
-        cached = _claims[key] = (sql, [*params[:position], _LIMIT_MARK, *params[position:]])
-    sql, params = cached
-    marks = {**values, _LIMIT_MARK: limit}
-    return sql, [marks.get(value, value) if isinstance(value, str | int) else value for value in params]
-
-
-def claim_mark(model, using: str) -> str:
-    """The UPDATE that makes picked jobs RUNNING (parameters: the worker twice)."""
-    connection = connections[using]
-    vendor = connection.vendor
-    table = connection.ops.quote_name(model._meta.db_table)
-    now = NOW_SQL[vendor]
-    return (
-        f"UPDATE {table} SET status = 'RUNNING', worker = %s, attempts = attempts + 1,"
-        " pickups = pickups + 1,"
-        f" started_at = COALESCE(started_at, {now}), last_attempted_at = {now},"
-        f" worker_ids = {APPEND_SQL[vendor]}"
-    )
-
-
-def claim_sql(model, using: str, build, shape: tuple, values: dict, worker: str, limit: int):
-    """The claim's first statement: (SQL, parameters).
-
-    PostgreSQL and SQLite: the whole claim, ``UPDATE ... WHERE id IN (<pick>)
-    RETURNING``. MySQL/MariaDB (no UPDATE ... RETURNING): the pick of every column;
-    claim_jobs() marks the rows after it.
-    """
-    connection = connections[using]
-    if connection.vendor == "mysql":
-        return claim_pick(build, shape, using, limit, values, what="*")
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
-    pick, params = claim_pick(build, shape, using, limit, values)
-    return f"{claim_mark(model, using)} WHERE id IN ({pick}) RETURNING {columns}", [worker, worker, *params]
-
-
-def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str, limit: int) -> list:
-    """Lock up to `limit` due jobs in claim order, mark them RUNNING for `worker`, return them.
-
-    PostgreSQL and SQLite: one statement; on SQLite it holds the write lock itself.
-    MySQL/MariaDB: the pick, then UPDATE, in one short transaction.
-    """
-    connection = connections[using]
-    sql, params = claim_sql(model, using, build, shape, values, worker, limit)
-    manager = model._base_manager.using(using)
-    if connection.vendor != "mysql":
-        jobs = list(manager.raw(sql, params))
-        jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
-        return jobs
-    with transaction.atomic(using=using):
-        jobs = list(manager.raw(sql, params))
-        if jobs:
-            with connection.cursor() as cursor:
-                marks = ", ".join(["%s"] * len(jobs))
-                cursor.execute(
-                    f"{claim_mark(model, using)} WHERE id IN ({marks})",
-                    [worker, worker, *(j.pk for j in jobs)],
-                )
-    for job in jobs:
-        job.status, job.worker, job.attempts = "RUNNING", worker, job.attempts + 1
-        job.pickups += 1
-        job.worker_ids = [*job.worker_ids, worker]
-    return jobs
-
-
-class WithoutLastWorker(models.Func):
-    """``worker_ids`` without its last entry: a refunded pickup leaves no worker id behind."""
-
-    output_field = models.JSONField()
-
-    def __init__(self):
-        super().__init__(models.F("worker_ids"))
-
-    def as_sql(self, compiler, connection, **extra_context):
-        column, params = compiler.compile(self.source_expressions[0])
-        template = {
-            "postgresql": "({} - (-1))",  # jsonb minus an index; negative counts from the end
-            "mysql": "JSON_REMOVE({}, '$[last]')",  # MySQL 8, MariaDB 10.9+
-            "sqlite": "json_remove({}, '$[#-1]')",
-        }[connection.vendor]
-        return template.format(column), params
-
-
-def finish_successes(model, using: str, worker: str, done: list) -> set:
-    """Mark (job, return value) pairs SUCCESSFUL in one UPDATE, fenced on owner and pickup.
-
-    Return the ids this worker still owned, and so finished.
-    """
-    connection = connections[using]
-    vendor = connection.vendor
-    table = connection.ops.quote_name(model._meta.db_table)
-    params: list = []
-    value_sql = "NULL"
-    values = [(job.pk, value) for job, value in done if value is not None]
-    if values:
-        cast = "::jsonb" if vendor == "postgresql" else ""
-        value_sql = "CASE id " + " ".join([f"WHEN %s THEN %s{cast}"] * len(values)) + " ELSE NULL END"
-        for pk, value in values:
-            params += [pk, json.dumps(value)]
-    pairs = ", ".join(["(%s, %s)"] * len(done))
-    for job, _value in done:
-        params += [job.pk, job.pickups]
-    sql = (
-        f"UPDATE {table} SET status = 'SUCCESSFUL', finished_at = {NOW_SQL[vendor]},"
-        f" active_key = NULL, isolation = '', return_value = {value_sql}"
-        f" WHERE worker = %s AND status = 'RUNNING' AND (id, pickups) IN ({pairs})"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params[: 2 * len(values)], worker, *params[2 * len(values) :]])
-        updated = cursor.rowcount
-    if updated == len(done):
-        return {job.pk for job, _value in done}
-    # Some were lost to a sweep: find which rows this UPDATE finished.
-    rows = model._base_manager.using(using).filter(
-        pk__in=[job.pk for job, _value in done], worker=worker, status="SUCCESSFUL"
-    )
-    finished = set(rows.values_list("pk", "pickups"))
-    return {job.pk for job, _value in done if (job.pk, job.pickups) in finished}
+__all__ += [
+    "APPEND_SQL",
+    "JSON_PLACEHOLDER",
+    "NOW_SQL",
+    "WithoutLastWorker",
+    "claim_jobs",
+    "claim_sql",
+    "finish_successes",
+]

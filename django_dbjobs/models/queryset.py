@@ -1,0 +1,130 @@
+"""JobQuerySet: the filters and the fenced many-row state changes of jobs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db import models
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Now
+
+from .. import db
+from .states import Isolation, JobStatus
+
+if TYPE_CHECKING:
+    from .job import Job
+
+
+class JobQuerySet(models.QuerySet):
+    def ready(self) -> JobQuerySet:
+        return self.filter(status=JobStatus.READY)
+
+    def due(self) -> JobQuerySet:
+        """Ready jobs whose run_at has come, by the database clock."""
+        return self.ready().filter(run_at__lte=Now())
+
+    def running(self) -> JobQuerySet:
+        return self.filter(status=JobStatus.RUNNING)
+
+    def failed(self) -> JobQuerySet:
+        return self.filter(status=JobStatus.FAILED)
+
+    def finished(self) -> JobQuerySet:
+        return self.filter(status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED])
+
+    def for_queues(self, queues: list[str] | None) -> JobQuerySet:
+        """Jobs on any of `queues`; None or an empty list means every queue."""
+        return self.filter(queue__in=queues) if queues else self
+
+    def owned_by(self, worker: str) -> JobQuerySet:
+        """Running jobs this worker holds: the fence of every finishing write."""
+        return self.running().filter(worker=worker)
+
+    def isolated(self) -> JobQuerySet:
+        """Jobs that must run alone: recovered from a worker that died (see Isolation)."""
+        return self.exclude(isolation=Isolation.NONE)
+
+    def claim(
+        self, worker: str, limit: int = 1, queues: list[str] | None = None, isolated: bool = True
+    ) -> list[Job]:
+        """Lock up to `limit` due jobs (of `queues`, or any) for `worker`, mark them running.
+
+        Attempts are counted here, at pickup, so a job that kills its worker every
+        time still runs out of attempts. Each attempt's worker is appended to
+        worker_ids. With ``isolated=False``, jobs waiting to run alone are left for
+        another claim. One short transaction (or one statement); see db.claim_jobs().
+        """
+        return db.claim_jobs(self.model, self.db, *self._claim_shape(queues, isolated), worker, limit)
+
+    def claim_sql(
+        self, worker: str, limit: int = 1, queues: list[str] | None = None, isolated: bool = True
+    ) -> tuple[str, list]:
+        """The SQL claim() runs first, with its parameters (to EXPLAIN it)."""
+        return db.claim_sql(self.model, self.db, *self._claim_shape(queues, isolated), worker, limit)
+
+    def _claim_shape(self, queues: list[str] | None, isolated: bool):
+        # Built with placeholders, compiled once per shape; the real names replace them.
+        names = [f"\x00queue{n}" for n in range(len(queues or []))]
+
+        def build() -> JobQuerySet:
+            picked = self.due().for_queues(names)
+            return picked if isolated else picked.filter(isolation=Isolation.NONE)
+
+        return build, (len(names), isolated), dict(zip(names, queues or [], strict=True))
+
+    def _refund(self, isolate: bool = False) -> int:
+        """Make these jobs READY with their pickup undone: the attempt and its worker id.
+
+        With `isolate` (their worker died), each must run alone next time; otherwise
+        only a job released while it ran alone keeps waiting to.
+        """
+        isolation = Value(Isolation.WAITING)
+        if not isolate:
+            isolation = Case(When(isolation=Isolation.STARTED, then=isolation), default=F("isolation"))
+        return self.update(
+            status=JobStatus.READY,
+            worker=None,
+            attempts=F("attempts") - 1,
+            worker_ids=db.WithoutLastWorker(),
+            isolation=isolation,
+        )
+
+    def release_all(self, worker: str, jobs: list[Job]) -> int:
+        """Give unfinished jobs back in one UPDATE (shutdown): READY, attempts refunded.
+
+        Fenced on owner and pickup like every finishing write; return how many went back.
+        """
+        if not jobs:
+            return 0
+        fence = Q()
+        for job in jobs:
+            fence |= Q(pk=job.pk, pickups=job.pickups)
+        return self.owned_by(worker).filter(fence)._refund()
+
+    def release_unheld(self, worker: str, held: set[str]) -> int:
+        """Give back this worker's RUNNING jobs other than `held`: READY, attempts refunded.
+
+        For a claim that failed on the client yet committed on the server.
+        """
+        return self.owned_by(worker).exclude(pk__in=held)._refund()
+
+    def still_owned(self, worker: str, jobs: list[Job]) -> set[str]:
+        """Ids of `jobs` this worker still holds, at the attempt it claimed."""
+        fence = Q()
+        for job in jobs:
+            fence |= Q(pk=job.pk, pickups=job.pickups)
+        if not jobs:
+            return set()
+        return set(self.owned_by(worker).filter(fence).values_list("pk", flat=True))
+
+    def finish_successes(self, worker: str, done: list[tuple[Job, Any]]) -> list[Job]:
+        """Mark many jobs this worker ran SUCCESSFUL in one UPDATE; return those it still owned.
+
+        Each row is fenced on owner and pickup, as in Job.mark_succeeded().
+        """
+        if not done:
+            return []
+        won = db.finish_successes(self.model, self.db, worker, done)
+        for job, value in done:
+            job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
+        return [job for job, _value in done if job.pk in won]

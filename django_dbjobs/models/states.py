@@ -1,0 +1,34 @@
+"""The values a job's state columns take, and the claim order."""
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+MIN_PRIORITY = -100
+MAX_PRIORITY = 100
+#: The order workers claim in: higher priority first, then due time, then age.
+CLAIM_ORDER = ("-priority", "run_at", "id")
+
+
+class JobStatus(models.TextChoices):
+    """A job's state; the values are those of django.tasks.TaskResultStatus."""
+
+    READY = "READY", _("Ready")
+    RUNNING = "RUNNING", _("Running")
+    SUCCESSFUL = "SUCCESSFUL", _("Successful")
+    FAILED = "FAILED", _("Failed")
+
+
+class Isolation(models.TextChoices):
+    """Whether a job must run alone, so that a crash during its run can be pinned on it.
+
+    A worker's successes and prefetched jobs are not written down one by one as they
+    start (that would cost a write per job), so when a worker dies nobody knows which
+    of its RUNNING jobs had started. They all go back uncharged, WAITING; a worker runs
+    at most one WAITING job at a time, writes STARTED before calling it, and stores its
+    outcome at once. A worker that dies then has at most one STARTED job: the one its
+    death is charged to.
+    """
+
+    NONE = "", _("No")
+    WAITING = "WAITING", _("Waiting to run alone")
+    STARTED = "STARTED", _("Running alone")

@@ -73,6 +73,13 @@ NUMBER_RULES = [
         "E014",
     ),
     (
+        "UNKNOWN_JOB_GRACE",
+        lambda v: _number(v) and v >= 0,
+        "must be a number of seconds, 0 or more",
+        "The default is 3600 (an hour): long enough for a rolling deploy.",
+        "E016",
+    ),
+    (
         "MAX_PAYLOAD_BYTES",
         lambda v: _integer(v) and v >= 1,
         "must be a positive integer (bytes)",

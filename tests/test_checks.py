@@ -32,6 +32,7 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_HEARTBEAT_INTERVAL", 0, "dbjobs.E012"),
         ("DBJOBS_HEARTBEAT_TIMEOUT", "30", "dbjobs.E013"),
         ("DBJOBS_SWEEP_INTERVAL", -1, "dbjobs.E014"),
+        ("DBJOBS_UNKNOWN_JOB_GRACE", "1h", "dbjobs.E016"),
         ("DBJOBS_HEARTBEAT_TIMEOUT", 0.4, "dbjobs.W002"),
     ],
 )

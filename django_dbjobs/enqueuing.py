@@ -51,14 +51,16 @@ def prepare(
     return rows.build(fields, using)
 
 
-def _fields(job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using, fit=True):
+def _fields(
+    job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using, check_signature=True
+):
     """The validated field values of a new job, and the database it goes to."""
     registered = registry.resolve(job)
     defaults = registered.options
     using = using or router.db_for_write(Job)
     reject_nul = db.rejects_nul(using)
     clean_args, clean_kwargs = validation.payload(args, kwargs or {}, reject_nul)
-    if fit:
+    if check_signature:
         registered.check_arguments(clean_args, clean_kwargs)
     fields = {
         "name": registered.name,
@@ -190,7 +192,7 @@ def enqueue_many(
                 "positional arguments, such as (user_id,)."
             )
     common, using = _fields(
-        job, (), None, queue, priority, run_at, delay, max_attempts, None, using, fit=False
+        job, (), None, queue, priority, run_at, delay, max_attempts, None, using, check_signature=False
     )
     reject_nul = db.rejects_nul(using)
     registered = registry.resolve(job)

@@ -29,7 +29,7 @@ class UnsupportedDatabase(DbJobsError):
     """The database cannot run a job queue safely (too old, or misconfigured)."""
 
 
-class NotMigrated(DbJobsError):
+class MissingMigrations(DbJobsError):
     """The database lacks the app's tables or columns: ``manage.py migrate`` has not run."""
 
 

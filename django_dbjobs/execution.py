@@ -11,7 +11,7 @@ from django.utils import timezone
 from . import db, registry, validation
 from .conf import settings
 from .context import running
-from .exceptions import NotMigrated, UnknownJob
+from .exceptions import MissingMigrations, UnknownJob
 from .models import Isolation, Job, JobStatus
 from .outage import Outage
 from .outcomes import error_record, unstorable_error
@@ -35,7 +35,8 @@ def run(
     """Run `job` (claimed by `worker`) and store the outcome.
 
     Return the status stored, or None if the lease was lost and the outcome dropped.
-    Never raises: whatever the job does is recorded as its outcome. With
+    Whatever the job does is recorded as its outcome; this raises only if the
+    database refuses every record of it. With
     `on_success`, a success is handed to it (the worker stores successes in
     batches) instead of being written here; a job running alone (Isolation) has
     its start written first and its outcome stored at once. `outage` rides out
@@ -55,12 +56,15 @@ def run(
             send(job_started, job=job)
             logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
             result = registered.func(*job.args, **job.kwargs)
-            result = validation.return_value(result, db.rejects_nul(job._state.db))
         except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
             failure: BaseException | None = exc
         else:
             failure = None
     if failure is None:
+        try:
+            result = validation.return_value(result, db.rejects_nul(job._state.db))
+        except Exception as exc:  # noqa: BLE001 - not JSON data (or too deep to check)
+            return _unstorable(job, worker, exc, outage)
         if on_success is not None and not alone:
             on_success(job, result)
             return JobStatus.SUCCESSFUL
@@ -94,14 +98,18 @@ def store_success(job: Job, worker: str, value: Any, outage: Outage) -> str | No
         _dropped(job, JobStatus.SUCCESSFUL)
         return None
     except Exception as exc:  # noqa: BLE001 - a value the database refuses (classified by _write)
-        error = unstorable_error(exc, job, worker)
-        logger.error(
-            "Job succeeded but its return value could not be stored id=%s name=%s error=%s",
-            job.pk,
-            job.name,
-            error["summary"],
-        )
-        return _dead_letter(job, worker, error, outage, exc)
+        return _unstorable(job, worker, exc, outage)
+
+
+def _unstorable(job: Job, worker: str, exc: BaseException, outage: Outage) -> str | None:
+    error = unstorable_error(exc, job, worker)
+    logger.error(
+        "Job succeeded but its return value cannot be stored id=%s name=%s error=%s",
+        job.pk,
+        job.name,
+        error["summary"],
+    )
+    return _dead_letter(job, worker, error, outage, exc)
 
 
 def _dead_letter(job: Job, worker: str, error: dict, outage: Outage, exc: BaseException | None) -> str | None:
@@ -154,18 +162,21 @@ def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | No
 
 
 def _store(job: Job, outage: Outage, write: Callable[[dict], bool], error: dict, status: str) -> str | None:
-    """Store a failed attempt (retry or dead letter); fall back to a shorter record if refused."""
-    for record in (error, {**error, "traceback": "", "summary": error["summary"][:200]}):
-        try:
-            won = _write(outage, job, lambda record=record: write(record), "storing the outcome")
-        except Exception as exc:  # noqa: BLE001 - a refused value: try the shorter record
-            logger.error("Could not store the error of job id=%s: %s", job.pk, exc)
-            continue
-        if won:
-            finished(job, status)
-            return status
-        _dropped(job, status)
-        return None
+    """Store a failed attempt (retry or dead letter); fall back to a shorter record if refused.
+
+    Raises if the database refuses even that: the job is still RUNNING under this
+    worker, which then gives it back (JobThreads, Worker.outcome_not_stored()).
+    """
+    short = {**error, "traceback": "", "summary": error["summary"][:200]}
+    try:
+        won = _write(outage, job, lambda: write(error), "storing the outcome")
+    except Exception as exc:  # noqa: BLE001 - a refused value: try the shorter record
+        logger.error("Could not store the error of job id=%s, storing a shorter one: %s", job.pk, exc)
+        won = _write(outage, job, lambda: write(short), "storing the outcome")
+    if won:
+        finished(job, status)
+        return status
+    _dropped(job, status)
     return None
 
 
@@ -177,7 +188,7 @@ def _write(outage: Outage, job: Job, write: Callable[[], Any], what: str) -> Any
     """
     try:
         return outage.call(write, f"{what} of job {job.pk}")
-    except NotMigrated:
+    except MissingMigrations:
         logger.exception("Cannot store the outcome of job id=%s", job.pk)
         return None
 

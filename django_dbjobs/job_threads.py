@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from django.db import DatabaseError, InterfaceError, connections
 
 from . import execution
-from .models import Job
+from .models import Isolation, Job
 from .outage import Outage
 
 if TYPE_CHECKING:
@@ -24,6 +24,36 @@ logger = logging.getLogger("django_dbjobs")
 IDLE_CHECK_SECONDS = 10.0
 
 
+class AloneGate:
+    """Start a job that must run alone only when no other job runs; hold the others back meanwhile.
+
+    So when a worker dies during such a run, the job it was running alone is the only
+    job that can have killed it (models.Isolation). A worker holds at most one of them.
+    """
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._others = 0
+        self._alone = False  # one is waiting for the others to finish, or running
+
+    def enter(self, alone: bool) -> None:
+        with self._changed:
+            if alone:
+                self._alone = True
+                self._changed.wait_for(lambda: self._others == 0)
+            else:
+                self._changed.wait_for(lambda: not self._alone)
+                self._others += 1
+
+    def leave(self, alone: bool) -> None:
+        with self._changed:
+            if alone:
+                self._alone = False
+            else:
+                self._others -= 1
+            self._changed.notify_all()
+
+
 class JobThreads:
     """Run jobs submitted by the worker's loop on `count` threads, in submission order."""
 
@@ -32,15 +62,23 @@ class JobThreads:
         self.count = count
         self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self._gate = AloneGate()
+        # Jobs pass the gate in the order they were queued: taking the next job and
+        # entering the gate happen under this lock.
+        self._take_lock = threading.Lock()
 
     def start(self) -> None:
+        """Start the threads; they run jobs as they are submitted."""
         for n in range(self.count):
             thread = threading.Thread(target=self._work, name=f"dbjobs-worker-{n}", daemon=True)
             thread.start()
             self._threads.append(thread)
 
     def submit(self, jobs: list[Job]) -> None:
+        """Queue claimed jobs for the threads, noting the lease epoch they were checked in."""
+        epoch = self.worker.lease.epoch
         for job in jobs:
+            job._lease_epoch = epoch
             self._tasks.put(job)
 
     def queued(self) -> int:
@@ -63,13 +101,22 @@ class JobThreads:
         for _ in self._threads:
             self._tasks.put(None)
 
+    def _take(self) -> Job | None:
+        """The next job, once the gate lets it start."""
+        with self._take_lock:
+            job = self._tasks.get()
+            if job is not None:
+                self._gate.enter(job.isolation != Isolation.NONE)
+            return job
+
     def _work(self) -> None:
         worker = self.worker
-        outage = Outage(worker.using, on_error=worker._database_error, forced=worker._forced)
+        outage = Outage(worker.using, on_error=worker.note_database_error, forced=worker._forced)
         errors_seen = worker.database_errors
         last_job = time.monotonic()
         try:
-            while (job := self._tasks.get()) is not None:
+            while (job := self._take()) is not None:
+                alone = job.isolation != Isolation.NONE
                 try:
                     if (
                         errors_seen != worker.database_errors
@@ -80,8 +127,12 @@ class JobThreads:
                     if worker.lease.may_start(job):
                         execution.run(job, worker.id, on_success=worker._acks.add, outage=outage)
                 except BaseException:  # noqa: B036 - a job thread must never die
-                    logger.exception("Unexpected error running job id=%s", job.pk)
+                    logger.exception(
+                        "Could not store the outcome of job id=%s; it will be given back", job.pk
+                    )
+                    worker.outcome_not_stored()
                 finally:
+                    self._gate.leave(alone)
                     last_job = time.monotonic()
                     worker.job_done(job)
         finally:

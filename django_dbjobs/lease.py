@@ -30,22 +30,25 @@ class Lease:
     def __init__(self, worker: Worker):
         self.worker = worker
         self.heartbeat: Heartbeat | None = None
-        self._lost = threading.Event()
+        #: How many times the worker row was found gone. Each job is stamped with the
+        #: epoch it was queued in (JobThreads.submit); an older stamp means "check first".
+        self.epoch = 0
+        self._handled = 0
+        self._lock = threading.Lock()
 
     def lost(self) -> None:
         """The heartbeat found the worker row gone (called on its thread)."""
-        self._lost.set()
+        with self._lock:
+            self.epoch += 1
         self.worker._wake.set()
 
-    @property
-    def in_doubt(self) -> bool:
-        """True after a lost row, or with no beat for half the heartbeat timeout."""
+    def _stale(self) -> bool:
         beat = self.heartbeat.last_beat if self.heartbeat is not None else time.monotonic()
-        return self._lost.is_set() or time.monotonic() - beat >= settings.HEARTBEAT_TIMEOUT / 2
+        return time.monotonic() - beat >= settings.HEARTBEAT_TIMEOUT / 2
 
     def may_start(self, job: Job) -> bool:
         """False for a prefetched job a sweep took back (called by a job thread before it starts it)."""
-        if not self.in_doubt:
+        if getattr(job, "_lease_epoch", self.epoch) == self.epoch and not self._stale():
             return True
         worker = self.worker
         try:
@@ -65,7 +68,8 @@ class Lease:
         Jobs claimed since it woke are still its own. Until this is done, job threads
         check each job they start (may_start()).
         """
-        if not self._lost.is_set():
+        epoch = self.epoch
+        if epoch == self._handled:
             return
         worker = self.worker
         unstarted = worker._threads.take_unstarted()
@@ -77,7 +81,7 @@ class Lease:
         for job in lost:
             worker.job_done(job)
         worker._threads.submit([job for job in unstarted if job.pk in owned])
-        self._lost.clear()
+        self._handled = epoch
         if lost:
             logger.warning(
                 "Prefetched jobs dropped: a sweep gave them back while this worker was unresponsive "

@@ -3,7 +3,7 @@
 Only outages are waited out (db.error_kind(): the server went away, a lock timeout,
 a deadlock, a serialization failure). An error caused by a value is raised to the
 caller, which fails the one job it belongs to; a missing table or column is raised
-as NotMigrated. Every pause ends early when the worker is told to stop at once.
+as MissingMigrations. Every pause ends early when the worker is told to stop at once.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TypeVar
 from django.db import DatabaseError, InterfaceError, connections
 
 from . import db
-from .exceptions import NotMigrated
+from .exceptions import MissingMigrations
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -30,10 +30,10 @@ MAX_PAUSE = 30.0
 class Outage:
     """Backoff through database outages: 0.5 s doubling to 30 s, reset on success.
 
-    `forced` is set when the worker must stop at once: a pause then ends, and the
-    call gives up (returns None) after one more failure. `wake` cuts short the single
-    pause of a call made with ``once=True``, so the claim loop can react to new work
-    or a stop.
+    `forced` is set when the worker must stop at once: a pause then ends, and a
+    failing call gives up (returns None) without pausing. `wake` cuts short the
+    single pause of a call made with ``once=True``, so the claim loop can react to new
+    work or a stop.
     """
 
     def __init__(
@@ -52,9 +52,10 @@ class Outage:
     def call(self, action: Callable[[], T], what: str, once: bool = False) -> T | None:
         """Run `action`, retrying with backoff while the database is down.
 
-        With `once`, or when the worker is forced to stop, it pauses a single time (a
-        wake cuts the pause short) and returns None, so the caller can move on.
-        Raises the errors that are not outages: NotMigrated for a missing table or
+        With `once` it pauses a single time (a wake cuts the pause short) and returns
+        None, so the caller can move on; when the worker is forced to stop it returns
+        None at once.
+        Raises the errors that are not outages: MissingMigrations for a missing table or
         column, the database's own error for a value it refuses.
         """
         while True:
@@ -67,7 +68,7 @@ class Outage:
                 else:
                     close_broken_connections()
                 if kind is db.ErrorKind.SETUP:
-                    raise NotMigrated(
+                    raise MissingMigrations(
                         f"The database {self.using!r} is missing django_dbjobs tables or columns "
                         f"({exc}). Run `python manage.py migrate`."
                     ) from exc
@@ -75,9 +76,12 @@ class Outage:
                     raise
                 pause = self.pause
                 self.pause = min(pause * 2, MAX_PAUSE)
-                logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
                 self.on_error()
-                if once or self.forced.is_set():
+                if self.forced.is_set():
+                    logger.warning("Database error while %s, giving up (stopping now): %s", what, exc)
+                    return None
+                logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
+                if once:
                     self.wake.wait(pause)
                     self.wake.clear()
                     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import threading
 import time
 
 
@@ -21,16 +22,21 @@ class Prefetch:
             raise ValueError("prefetch must be 0 or more.")
         self.most = most
         self._finished: collections.deque[float] = collections.deque(maxlen=1000)
+        # Job threads append while the loop reads: a deque must not change while iterated.
+        self._lock = threading.Lock()
 
     def job_finished(self) -> None:
         """Note a completion (any thread)."""
-        self._finished.append(time.monotonic())
+        with self._lock:
+            self._finished.append(time.monotonic())
 
     def size(self) -> int:
+        """How many jobs to claim beyond the free threads now."""
         horizon = time.monotonic() - self.WINDOW
         recent = 0
-        for finished in reversed(self._finished):
-            if finished < horizon or recent >= self.most:
-                break
-            recent += 1
+        with self._lock:
+            for finished in reversed(self._finished):
+                if finished < horizon or recent >= self.most:
+                    break
+                recent += 1
         return recent

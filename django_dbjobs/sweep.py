@@ -49,15 +49,26 @@ class Sweeper:
         self.using = using
         self._next = 0.0
         self._healthy_since = time.monotonic()
+        self._swept = False
 
     def database_error(self) -> None:
         self._healthy_since = time.monotonic()
+
+    def due_in(self) -> float:
+        """Seconds until the next sweep may run."""
+        now = time.monotonic()
+        return max(self._next - now, self._healthy_since + settings.HEARTBEAT_TIMEOUT - now, 0.0)
+
+    def first_sweep_pending(self, orphans_may_exist) -> bool:
+        """True until this worker has swept once, if `orphans_may_exist()` says jobs run elsewhere."""
+        return not self._swept and orphans_may_exist()
 
     def sweep_if_due(self) -> None:
         now = time.monotonic()
         if now < self._next or now - self._healthy_since < settings.HEARTBEAT_TIMEOUT:
             return
         self._next = now + settings.SWEEP_INTERVAL
+        self._swept = True
         try:
             result = sweep(self.worker_id, settings.HEARTBEAT_TIMEOUT, self.using)
         except (DatabaseError, InterfaceError) as exc:
@@ -83,28 +94,41 @@ def stale_before(timeout: float):
 def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
     """Recover running jobs of dead workers and delete the dead workers' rows.
 
-    Reads only what it needs: the workers holding running jobs (an index-only read),
-    the live ones, then the jobs of the dead ones.
+    Stale worker rows go first, each by one DELETE fenced on its heartbeat still being
+    stale: a frozen worker that beats again in time keeps its row (and its jobs), and
+    one that beats later finds its row gone, so it knows its jobs were taken (lease.py).
+    Then the jobs of workers without a row are recovered. Reads only what it needs:
+    which workers hold running jobs (from the (status, worker) index), which of them
+    still have a row, then the jobs of the others.
     """
     result = SweepResult()
-    jobs = Job.objects.using(using)
-    # Read who holds running jobs before who is alive: a worker that claimed a job we
-    # saw had registered before, so the second read cannot miss it.
-    holders = set(jobs.running().exclude(worker=sweeper).values_list("worker", flat=True).distinct())
-    if holders:
-        live = set(
-            WorkerProcess.objects.using(using)
-            .filter(pk__in=holders, heartbeat_at__gte=stale_before(timeout))
-            .values_list("pk", flat=True)
-        )
-        fields = ("id", "name", "worker", "attempts", "max_attempts", "errors", "isolation", "worker_ids")
-        for lost in sorted(holders - live):
-            for job in jobs.owned_by(lost).only(*fields):
-                _recover(job, lost, result)
-    stale = WorkerProcess.objects.using(using).filter(heartbeat_at__lt=stale_before(timeout))
+    workers = WorkerProcess.objects.using(using)
+    stale = workers.filter(heartbeat_at__lt=stale_before(timeout))
     for worker_id in stale.exclude(pk=sweeper).values_list("pk", flat=True):
         removed, _ = stale.filter(pk=worker_id).delete()
         result.workers_removed += bool(removed)
+    jobs = Job.objects.using(using)
+    # Who holds running jobs, read before who has a row: a worker that claimed a job we
+    # saw had registered before, so the second read cannot miss it.
+    running = jobs.running().exclude(worker=sweeper).order_by()
+    holders = set(running.values_list("worker", flat=True).distinct())
+    if not holders:
+        return result
+    alive = set(workers.filter(pk__in=holders).values_list("pk", flat=True))
+    fields = (
+        "id",
+        "name",
+        "worker",
+        "attempts",
+        "pickups",
+        "max_attempts",
+        "errors",
+        "isolation",
+        "worker_ids",
+    )
+    for lost in sorted(holders - alive):
+        for job in jobs.owned_by(lost).only(*fields):
+            _recover(job, lost, result)
     return result
 
 

@@ -161,6 +161,7 @@ def run_at(when: Any, delay: Any) -> datetime.datetime | None:
 def unique_key(key: Any, reject_nul: bool) -> str:
     if not isinstance(key, str) or not 1 <= len(key) <= 200:
         raise InvalidJob(f"unique_key must be a string of 1 to 200 characters, not {key!r}.")
-    if reject_nul and "\x00" in key:
-        raise InvalidJob("unique_key contains a NUL character (\\x00), which PostgreSQL cannot store.")
-    return key
+    try:
+        return _text(key, "unique_key", reject_nul, clean=False)
+    except InvalidJobArguments as exc:
+        raise InvalidJob(str(exc)) from None

@@ -15,7 +15,7 @@ from django.db import DatabaseError, InterfaceError, connections
 from . import db, registry, wakeup
 from .acks import SuccessBatch
 from .conf import settings
-from .exceptions import NotMigrated
+from .exceptions import MissingMigrations
 from .heartbeat import Heartbeat
 from .held import HeldJobs
 from .job_threads import JobThreads
@@ -147,7 +147,7 @@ class Worker:
     def _check_migrated(self) -> None:
         pending = db.pending_migrations(self.using)
         if pending:
-            raise NotMigrated(
+            raise MissingMigrations(
                 f"The database {self.using!r} lacks django_dbjobs migrations ({', '.join(pending)}). "
                 "Run `python manage.py migrate`."
             )
@@ -162,14 +162,27 @@ class Worker:
         )
 
     def _database_error(self) -> None:
-        self.database_errors += 1
+        """The claim loop or the heartbeat met an outage: hold the sweep back, check connections."""
+        self.note_database_error()
         self._sweeper.database_error()
+
+    def note_database_error(self) -> None:
+        """A job thread met an outage: every job thread checks its connection before its next job."""
+        self.database_errors += 1
+
+    def outcome_not_stored(self) -> None:
+        """A job thread could not store an outcome: give back what this worker no longer holds."""
+        self._claim_in_doubt = True
+        self._wake.set()
 
     # The claim loop
 
     def _loop(self) -> None:
         while not self._stopping:
-            self.lease.drop_lost_jobs()
+            try:
+                self.lease.drop_lost_jobs()
+            except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
+                logger.exception("Unexpected error while checking jobs id=%s", self.id)
             self._sweeper.sweep_if_due()
             self._acks.flush()
             claimed = self._claim_free_slots()
@@ -178,6 +191,11 @@ class Worker:
             if claimed:
                 continue
             idle = not self._held
+            if idle and self.burst and self._sweeper.first_sweep_pending(self._orphans_may_exist):
+                # A burst worker exits once idle; jobs of a worker that died must not
+                # wait for the next one: wait for its first sweep (see sweep.py).
+                self._waiter.wait(min(self.poll_interval, self._sweeper.due_in()), probe=False)
+                continue
             if idle and (self.burst or self._quota_reached()):
                 self._acks.flush(force=True)
                 logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimed)
@@ -211,12 +229,18 @@ class Worker:
         if free <= 0:
             return 0
         if self._claim_in_doubt:
-            if self._outage.call(self._release_unheld, "releasing jobs of a failed claim", once=True) is None:
+            try:
+                released = self._outage.call(self._release_unheld, "releasing jobs not held", once=True)
+            except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
+                logger.exception("Unexpected error while releasing jobs id=%s", self.id)
+                self._wake.wait(self.poll_interval)
+                return None
+            if released is None:
                 return None
             self._claim_in_doubt = False
         try:
             jobs = self._outage.call(lambda: self._claim(free), "claiming jobs", once=True)
-        except NotMigrated:
+        except MissingMigrations:
             raise
         except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
             logger.exception("Unexpected error while claiming jobs id=%s", self.id)
@@ -234,8 +258,8 @@ class Worker:
         return len(jobs)
 
     def _claim(self, limit: int) -> list[Job]:
-        isolated = self._held.alone is None
-        return Job.objects.using(self.using).claim(self.id, limit, self.queues, isolated=isolated)
+        waiting = self._held.alone is None  # one job that must run alone at a time
+        return Job.objects.using(self.using).claim(self.id, limit, self.queues, include_waiting=waiting)
 
     def job_done(self, job: Job) -> None:
         """A job thread is done with `job` (called on that thread)."""
@@ -259,6 +283,12 @@ class Worker:
 
     # Shutdown
 
+    def _orphans_may_exist(self) -> bool:
+        try:
+            return Job.objects.using(self.using).running().exclude(worker=self.id).exists()
+        except (DatabaseError, InterfaceError):
+            return True
+
     def _release(self, jobs: list[Job], quiet: bool = False) -> None:
         """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded."""
         if not jobs:
@@ -267,9 +297,11 @@ class Worker:
             released = self._outage.call(
                 lambda: Job.objects.using(self.using).release_all(self.id, jobs), "releasing jobs"
             )
-        except (DatabaseError, InterfaceError) as exc:
+        except Exception as exc:  # noqa: BLE001 - not an outage: retried by _release_unheld
             released = None
             logger.error("Could not release jobs id=%s: %s", self.id, exc)
+        if released is None:
+            self._claim_in_doubt = True  # still ours in the database: give them back later
         self._held.remove(jobs)
         (logger.debug if quiet else logger.warning)(
             "Jobs released unfinished count=%s released=%s ids=%s",

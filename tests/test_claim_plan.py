@@ -65,9 +65,9 @@ def fill(cursor):
         cursor.execute("ANALYZE django_dbjobs_job" if vendor == "postgresql" else "ANALYZE")
 
 
-@pytest.mark.parametrize("isolated", [True, False], ids=["any", "none-waiting-to-run-alone"])
-def test_claim_is_an_index_scan_with_a_million_finished_jobs(isolated):
-    sql, params = Job.objects.claim_sql("w", 100, None, isolated=isolated)
+@pytest.mark.parametrize("include_waiting", [True, False], ids=["any", "none-waiting-to-run-alone"])
+def test_claim_is_an_index_scan_with_a_million_finished_jobs(include_waiting):
+    sql, params = Job.objects.claim_sql("w", 100, None, include_waiting=include_waiting)
     with connection.cursor() as cursor:
         fill(cursor)
         assert Job.objects.filter(status="READY").count() == READY

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection, connections
 
 from django_dbjobs import bulk_enqueue, enqueue, prepare
-from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.models import Isolation, Job, JobStatus
 from tests import jobs
 from tests.conftest import restart_database, start_database, stop_database, wait_for
 
@@ -56,6 +56,19 @@ def test_a_job_that_kills_its_process_costs_its_neighbours_nothing(run_jobs, rec
     assert set(innocent.values_list("attempts", flat=True)) == {1}, "no innocent job was charged"
     assert not innocent.exclude(errors=[]).exists()
     assert set(collections.Counter(record_file.read_text().split())) == {str(i) for i in range(399)}
+
+
+def test_a_job_running_alone_is_not_charged_for_another_jobs_crash(run_jobs, record_file):
+    """A job recovered from a crash runs alone: a poison job queued beside it waits for it."""
+    alone = enqueue(jobs.sleep_then_record, 1, "alone", priority=10)
+    Job.objects.filter(pk=alone.pk).update(isolation=Isolation.WAITING)
+    poison = enqueue(jobs.exit_process, max_attempts=3)
+    worker = run_jobs("--concurrency", "2", "-v", "2")
+    assert worker.wait(timeout=30) == 1, worker.output()  # the poison job killed it
+    alone.refresh_from_db()
+    assert (alone.status, alone.attempts, alone.errors) == (JobStatus.SUCCESSFUL, 1, [])
+    assert record_file.read_text() == "alone\n"
+    assert Job.objects.get(pk=poison.pk).status == JobStatus.RUNNING  # swept later, uncharged
 
 
 def test_a_raising_signal_receiver_is_logged_and_the_worker_goes_on(run_jobs):
@@ -184,7 +197,7 @@ def test_a_frozen_worker_drops_the_jobs_it_prefetched_instead_of_starting_them(r
     runs = collections.Counter(record_file.read_text().split())
     late_runs = {value: count for value, count in runs.items() if value.startswith("late-")}
     assert len(late_runs) == 20 and set(late_runs.values()) == {1}, late_runs
-    assert "dropped" in frozen.output()
+    assert "Prefetched job" in frozen.output() and "dropped" in frozen.output()
 
 
 def test_jobs_using_the_database_succeed_first_time_after_a_server_restart(run_jobs):

@@ -1,13 +1,16 @@
 """Jobs recovered from a dead worker run alone, so a later crash is charged to the right job."""
 
 import datetime
+import threading
 import time
 
 import pytest
 from django.db.models.functions import Now
 
 from django_dbjobs import bulk_enqueue, prepare
+from django_dbjobs.job_threads import AloneGate
 from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
+from django_dbjobs.prefetch import Prefetch
 from django_dbjobs.sweep import Sweeper
 from django_dbjobs.worker import Worker
 from tests import jobs
@@ -49,3 +52,76 @@ def test_a_fresh_sweeper_waits_a_heartbeat_timeout_before_judging_workers(settin
     time.sleep(0.6)
     sweeper.sweep_if_due()
     assert Job.objects.get().status == JobStatus.READY
+
+
+def test_a_job_that_must_run_alone_waits_for_the_others_and_holds_them_back():
+    gate = AloneGate()
+    events = []
+
+    def other(name, seconds):
+        gate.enter(alone=False)
+        events.append(f"{name} starts")
+        time.sleep(seconds)
+        events.append(f"{name} ends")
+        gate.leave(alone=False)
+
+    def alone():
+        gate.enter(alone=True)
+        events.append("alone starts")
+        time.sleep(0.2)
+        events.append("alone ends")
+        gate.leave(alone=True)
+
+    first = threading.Thread(target=other, args=("first", 0.3))
+    first.start()
+    time.sleep(0.05)
+    lone = threading.Thread(target=alone)
+    lone.start()
+    time.sleep(0.05)
+    later = threading.Thread(target=other, args=("later", 0))
+    later.start()
+    for thread in (first, lone, later):
+        thread.join(5)
+    assert events == [
+        "first starts",
+        "first ends",
+        "alone starts",
+        "alone ends",
+        "later starts",
+        "later ends",
+    ]
+
+
+def test_prefetch_sizing_is_safe_while_job_threads_finish_jobs():
+    prefetch = Prefetch(100)
+    stop = threading.Event()
+    errors = []
+
+    def finish_jobs():
+        while not stop.is_set():
+            prefetch.job_finished()
+
+    threads = [threading.Thread(target=finish_jobs) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            try:
+                assert 0 <= prefetch.size() <= 100
+            except RuntimeError as exc:  # "deque mutated during iteration"
+                errors.append(exc)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert errors == []
+
+
+def test_a_burst_worker_recovers_a_dead_workers_jobs_before_it_exits(settings):
+    settings.DBJOBS_HEARTBEAT_TIMEOUT = 0.5
+    bulk_enqueue([prepare(jobs.add, 20, 22)])
+    Job.objects.claim("dead-worker", 1)  # no worker row: its worker is gone
+    Worker(burst=True).run()
+    job = Job.objects.get()
+    assert (job.status, job.return_value, job.attempts) == (JobStatus.SUCCESSFUL, 42, 1)

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection, transaction
 
 from django_dbjobs import outage
-from django_dbjobs.exceptions import NotMigrated
+from django_dbjobs.exceptions import MissingMigrations
 from django_dbjobs.models import Job
 from django_dbjobs.outage import Outage
 from tests import jobs
@@ -80,7 +80,7 @@ def test_a_missing_table_is_a_setup_error_not_an_outage():
         calls.append(1)
         missing_table()
 
-    with pytest.raises(NotMigrated, match="manage.py migrate"):
+    with pytest.raises(MissingMigrations, match="manage.py migrate"):
         Outage("default").call(action, "testing")
     assert calls == [1]
 
@@ -99,3 +99,13 @@ def test_a_value_the_database_refuses_is_raised_at_once_not_retried():
     from django_dbjobs import db
 
     assert db.error_kind(caught.value, "default") is db.ErrorKind.DATA
+
+
+def test_a_forced_stop_gives_up_at_once_even_after_a_long_outage():
+    forced = threading.Event()
+    forced.set()
+    backoff = Outage("default", forced=forced)
+    backoff.pause = 30.0  # grown through a long outage
+    started = time.monotonic()
+    assert backoff.call(lost_connection, "releasing jobs") is None
+    assert time.monotonic() - started < 2

@@ -55,7 +55,7 @@ def claim_pick(
         # select_for_update() may only be compiled inside a transaction; nothing runs.
         locks = connections[using].features.has_select_for_update
         with transaction.atomic(using=using) if locks else contextlib.nullcontext():
-            sql, params = picked.query.sql_with_params()
+            sql, params = picked.query.get_compiler(using=using).as_sql()
         limit_sql = f"LIMIT {_LIMIT_MARK}"
         if sql.count(limit_sql) != 1:
             raise AssertionError(f"Unexpected claim SQL: {sql}")
@@ -138,7 +138,8 @@ class WithoutLastWorker(models.Func):
         column, params = compiler.compile(self.source_expressions[0])
         template = {
             "postgresql": "({} - (-1))",  # jsonb minus an index; negative counts from the end
-            "mysql": "JSON_REMOVE({}, '$[last]')",  # MySQL 8, MariaDB 10.9+
+            # '$[last]' needs MariaDB 10.9; this path works from 10.6 (and on MySQL 8).
+            "mysql": "JSON_REMOVE({0}, CONCAT('$[', GREATEST(JSON_LENGTH({0}) - 1, 0), ']'))",
             "sqlite": "json_remove({}, '$[#-1]')",
         }[connection.vendor]
         return template.format(column), params

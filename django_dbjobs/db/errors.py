@@ -33,7 +33,24 @@ class ErrorKind(enum.Enum):
 
 # PostgreSQL SQLSTATE classes of OperationalError that are not outages.
 _PG_DATA_CLASSES = {"54"}  # program limit exceeded: a value too deep or too large
-# MySQL/MariaDB server errors that are outages; client errors (2000-2999) all are.
+# MySQL/MariaDB server errors caused by a value (mysqlclient raises several of them as
+# OperationalError); any other server error is taken for an outage, as on PostgreSQL.
+_MYSQL_DATA = {
+    1048,  # column cannot be null
+    1153,  # packet bigger than max_allowed_packet: the value is too large
+    1264,  # out of range
+    1265,  # data truncated
+    1292,  # incorrect value
+    1366,  # incorrect string value
+    1406,  # data too long
+    1690,  # value out of range
+    3140,  # MySQL: invalid JSON text
+    3819,  # MySQL: CHECK constraint violated
+    4025,  # MariaDB: CONSTRAINT failed (the JSON_VALID check of a JSON column)
+    4038,  # MariaDB: syntax error in JSON text
+}
+# Server errors that are outages, for reference and for the tests; client errors
+# (2000-2999) all are.
 _MYSQL_OUTAGES = {
     1040,  # too many connections
     1043,  # bad handshake
@@ -79,7 +96,7 @@ def classify(exc: BaseException, vendor: str) -> ErrorKind:
         return ErrorKind.SETUP
     cause = exc.__cause__
     if vendor == "postgresql":
-        code = getattr(cause, "sqlstate", None) or ""
+        code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None) or ""
         if isinstance(exc, ProgrammingError):
             return ErrorKind.SETUP
         if code[:2] in _PG_DATA_CLASSES:
@@ -90,16 +107,16 @@ def classify(exc: BaseException, vendor: str) -> ErrorKind:
         code = args[0] if args and isinstance(args[0], int) else None
         if code in _MYSQL_SETUP:
             return ErrorKind.SETUP
-        if code is None or 2000 <= code < 3000 or code in _MYSQL_OUTAGES:
-            return ErrorKind.OUTAGE
-        if isinstance(exc, ProgrammingError):
+        if code in _MYSQL_DATA:
+            return ErrorKind.DATA
+        if isinstance(exc, ProgrammingError) and code is not None and code < 2000:
             return ErrorKind.SETUP
-        return ErrorKind.DATA  # a CHECK constraint (4025, 3819), invalid JSON (3140), ...
+        return ErrorKind.OUTAGE  # lost connections, timeouts, deadlocks, a full disk, ...
     if vendor == "sqlite":
         message = str(exc).lower()
         if any(text in message for text in _SQLITE_SETUP):
             return ErrorKind.SETUP
-        if isinstance(exc, OperationalError | ProgrammingError):
-            return ErrorKind.OUTAGE  # locked, busy, disk I/O, a closed connection
-        return ErrorKind.OUTAGE
+        if isinstance(exc, ProgrammingError) and "closed" not in message:
+            return ErrorKind.SETUP  # wrong bindings, too many variables: a bug, not an outage
+        return ErrorKind.OUTAGE  # locked, busy, disk I/O, a closed connection
     return ErrorKind.OUTAGE if isinstance(exc, OperationalError) else ErrorKind.SETUP

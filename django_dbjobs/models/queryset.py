@@ -45,32 +45,32 @@ class JobQuerySet(models.QuerySet):
         return self.exclude(isolation=Isolation.NONE)
 
     def claim(
-        self, worker: str, limit: int = 1, queues: list[str] | None = None, isolated: bool = True
+        self, worker: str, limit: int = 1, queues: list[str] | None = None, include_waiting: bool = True
     ) -> list[Job]:
         """Lock up to `limit` due jobs (of `queues`, or any) for `worker`, mark them running.
 
         Attempts are counted here, at pickup, so a job that kills its worker every
         time still runs out of attempts. Each attempt's worker is appended to
-        worker_ids. With ``isolated=False``, jobs waiting to run alone are left for
+        worker_ids. With ``include_waiting=False``, jobs waiting to run alone are left for
         another claim. One short transaction (or one statement); see db.claim_jobs().
         """
-        return db.claim_jobs(self.model, self.db, *self._claim_shape(queues, isolated), worker, limit)
+        return db.claim_jobs(self.model, self.db, *self._claim_shape(queues, include_waiting), worker, limit)
 
     def claim_sql(
-        self, worker: str, limit: int = 1, queues: list[str] | None = None, isolated: bool = True
+        self, worker: str, limit: int = 1, queues: list[str] | None = None, include_waiting: bool = True
     ) -> tuple[str, list]:
         """The SQL claim() runs first, with its parameters (to EXPLAIN it)."""
-        return db.claim_sql(self.model, self.db, *self._claim_shape(queues, isolated), worker, limit)
+        return db.claim_sql(self.model, self.db, *self._claim_shape(queues, include_waiting), worker, limit)
 
-    def _claim_shape(self, queues: list[str] | None, isolated: bool):
+    def _claim_shape(self, queues: list[str] | None, include_waiting: bool):
         # Built with placeholders, compiled once per shape; the real names replace them.
         names = [f"\x00queue{n}" for n in range(len(queues or []))]
 
         def build() -> JobQuerySet:
             picked = self.due().for_queues(names)
-            return picked if isolated else picked.filter(isolation=Isolation.NONE)
+            return picked if include_waiting else picked.filter(isolation=Isolation.NONE)
 
-        return build, (len(names), isolated), dict(zip(names, queues or [], strict=True))
+        return build, (len(names), include_waiting), dict(zip(names, queues or [], strict=True))
 
     def _refund(self, isolate: bool = False) -> int:
         """Make these jobs READY with their pickup undone: the attempt and its worker id.

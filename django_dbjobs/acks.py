@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import execution
@@ -23,11 +25,19 @@ class SuccessBatch:
     and it runs again: at least once, never lost, never dead-lettered for it.
     """
 
-    def __init__(self, worker_id: str, using: str, wake: threading.Event, outage: Outage):
+    def __init__(
+        self,
+        worker_id: str,
+        using: str,
+        wake: threading.Event,
+        outage: Outage,
+        on_not_stored: Callable[[], None] = lambda: None,
+    ):
         self.worker_id = worker_id
         self.using = using
         self.wake = wake
         self.outage = outage
+        self.on_not_stored = on_not_stored
         self._items: list[tuple[Job, Any]] = []
         self._since = 0.0
         self._lock = threading.Lock()
@@ -68,6 +78,10 @@ class SuccessBatch:
             if not (force or due or len(self._items) >= settings.ACK_BATCH_SIZE):
                 return
             batch, self._items = self._items, []
+        for chunk in _chunks(batch):
+            self._store(chunk)
+
+    def _store(self, batch: list[tuple[Job, Any]]) -> None:
         try:
             won = self.outage.call(
                 lambda: Job.objects.using(self.using).finish_successes(self.worker_id, batch),
@@ -78,7 +92,13 @@ class SuccessBatch:
                 "A batch of successes was refused (%s); storing its %s jobs one by one", exc, len(batch)
             )
             for job, value in batch:
-                execution.store_success(job, self.worker_id, value, self.outage)
+                try:
+                    execution.store_success(job, self.worker_id, value, self.outage)
+                except Exception:  # noqa: BLE001 - every record refused: give the job back
+                    logger.exception(
+                        "Could not store the outcome of job id=%s; it will be given back", job.pk
+                    )
+                    self.on_not_stored()
             return
         if won is None:
             logger.warning("Successes not stored before a forced stop count=%s", len(batch))
@@ -93,3 +113,31 @@ class SuccessBatch:
                     job.pk,
                     job.name,
                 )
+
+
+#: Most bytes of return values stored in one UPDATE: well under MySQL's smallest usual
+#: max_allowed_packet, so a batch of large values never breaks the connection.
+MAX_BATCH_BYTES = 1_048_576
+
+
+def _chunks(batch: list[tuple[Job, Any]]) -> list[list[tuple[Job, Any]]]:
+    """Split a batch so that no UPDATE carries more than MAX_BATCH_BYTES of return values."""
+    chunks: list[list[tuple[Job, Any]]] = [[]]
+    size = 0
+    for job, value in batch:
+        if value is None or isinstance(value, bool | int | float):
+            weight = 0
+        elif isinstance(value, str):
+            weight = len(value) * 4
+        else:
+            try:
+                weight = len(json.dumps(value, separators=(",", ":")))
+            except (TypeError, ValueError, RecursionError):
+                weight = 0  # not JSON: the database write refuses it, job by job
+
+        if chunks[-1] and size + weight > MAX_BATCH_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append((job, value))
+        size += weight
+    return chunks

@@ -63,7 +63,8 @@ def run(
     if failure is None:
         try:
             result = validation.return_value(result, db.rejects_nul(job._state.db))
-        except Exception as exc:  # noqa: BLE001 - not JSON data (or too deep to check)
+            validation.return_value_size(result)
+        except Exception as exc:  # noqa: BLE001 - not JSON data, too large, or too deep to check
             return _unstorable(job, worker, exc, outage)
         if on_success is not None and not alone:
             on_success(job, result)
@@ -167,7 +168,12 @@ def _store(job: Job, outage: Outage, write: Callable[[dict], bool], error: dict,
     Raises if the database refuses even that: the job is still RUNNING under this
     worker, which then gives it back (JobThreads, Worker.outcome_not_stored()).
     """
-    short = {**error, "traceback": "", "summary": error["summary"][:200]}
+    # ASCII only: a MySQL table in latin1 or utf8mb3 refuses emoji in an error message.
+    short = {
+        **error,
+        "traceback": "",
+        "summary": error["summary"][:200].encode("ascii", "backslashreplace").decode("ascii"),
+    }
     try:
         won = _write(outage, job, lambda: write(error), "storing the outcome")
     except Exception as exc:  # noqa: BLE001 - a refused value: try the shorter record

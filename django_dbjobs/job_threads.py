@@ -35,15 +35,32 @@ class AloneGate:
         self._changed = threading.Condition()
         self._others = 0
         self._alone = False  # one is waiting for the others to finish, or running
+        self._waiting: list[Job] = []
+        self._closed = False
 
-    def enter(self, alone: bool) -> None:
+    def enter(self, job: Job, alone: bool) -> bool:
+        """Wait until `job` may start; False if the gate was closed first (the job is given back)."""
         with self._changed:
+            self._waiting.append(job)
             if alone:
-                self._alone = True
-                self._changed.wait_for(lambda: self._others == 0)
+                self._alone = True  # from its arrival on, later jobs wait behind it
+                self._changed.wait_for(lambda: self._closed or self._others == 0)
             else:
-                self._changed.wait_for(lambda: not self._alone)
+                self._changed.wait_for(lambda: self._closed or not self._alone)
+            if self._closed:
+                return False
+            self._waiting.remove(job)
+            if not alone:
                 self._others += 1
+            return True
+
+    def close(self) -> list[Job]:
+        """Let no more jobs start (shutdown); return the jobs that were waiting to."""
+        with self._changed:
+            self._closed = True
+            waiting, self._waiting = self._waiting, []
+            self._changed.notify_all()
+            return waiting
 
     def leave(self, alone: bool) -> None:
         with self._changed:
@@ -74,20 +91,26 @@ class JobThreads:
             thread.start()
             self._threads.append(thread)
 
-    def submit(self, jobs: list[Job]) -> None:
-        """Queue claimed jobs for the threads, noting the lease epoch they were checked in."""
-        epoch = self.worker.lease.epoch
+    def submit(self, jobs: list[Job], epoch: int | None) -> None:
+        """Queue claimed jobs for the threads, with the lease epoch they were claimed or checked in.
+
+        With `epoch` None, each job keeps the epoch it had (a job put back unchecked).
+        """
         for job in jobs:
-            job._lease_epoch = epoch
+            if epoch is not None:
+                job._lease_epoch = epoch
             self._tasks.put(job)
 
     def queued(self) -> int:
         """Jobs submitted that no thread has started yet."""
         return self._tasks.qsize()
 
-    def take_unstarted(self) -> list[Job]:
-        """Take back every job no thread has started."""
-        unstarted = []
+    def take_unstarted(self, close: bool = False) -> list[Job]:
+        """Take back every job no thread has started; with `close`, start no more (shutdown).
+
+        Closing also takes back the jobs threads have taken but are holding at the gate.
+        """
+        unstarted = self._gate.close() if close else []
         while True:
             try:
                 job = self._tasks.get_nowait()
@@ -102,12 +125,13 @@ class JobThreads:
             self._tasks.put(None)
 
     def _take(self) -> Job | None:
-        """The next job, once the gate lets it start."""
+        """The next job, once the gate lets it start (None: no more jobs)."""
         with self._take_lock:
-            job = self._tasks.get()
-            if job is not None:
-                self._gate.enter(job.isolation != Isolation.NONE)
-            return job
+            while (job := self._tasks.get()) is not None:
+                if self._gate.enter(job, job.isolation != Isolation.NONE):
+                    return job
+                # The gate closed (shutdown): the job was handed back by take_unstarted().
+            return None
 
     def _work(self) -> None:
         worker = self.worker
@@ -130,11 +154,15 @@ class JobThreads:
                     logger.exception(
                         "Could not store the outcome of job id=%s; it will be given back", job.pk
                     )
-                    worker.outcome_not_stored()
+                    not_stored = True
+                else:
+                    not_stored = False
                 finally:
                     self._gate.leave(alone)
                     last_job = time.monotonic()
                     worker.job_done(job)
+                if not_stored:  # after job_done(): the job is no longer held, so it is given back
+                    worker.outcome_not_stored()
         finally:
             connections.close_all()
 

@@ -73,14 +73,24 @@ class Lease:
             return
         worker = self.worker
         unstarted = worker._threads.take_unstarted()
-        owned = worker._outage.call(
-            lambda: Job.objects.using(worker.using).still_owned(worker.id, unstarted), "checking jobs"
-        )
-        owned = owned or set()
+        # If the database cannot tell, the jobs go back unchecked (with their old epoch,
+        # so may_start() checks each) and this is tried again on the next turn.
+        try:
+            owned = worker._outage.call(
+                lambda: Job.objects.using(worker.using).still_owned(worker.id, unstarted),
+                "checking jobs",
+                once=True,
+            )
+        except Exception:
+            worker._threads.submit(unstarted, None)
+            raise
+        if owned is None:
+            worker._threads.submit(unstarted, None)
+            return
         lost = [job for job in unstarted if job.pk not in owned]
         for job in lost:
             worker.job_done(job)
-        worker._threads.submit([job for job in unstarted if job.pk in owned])
+        worker._threads.submit([job for job in unstarted if job.pk in owned], epoch)
         self._handled = epoch
         if lost:
             logger.warning(

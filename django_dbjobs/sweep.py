@@ -68,7 +68,6 @@ class Sweeper:
         if now < self._next or now - self._healthy_since < settings.HEARTBEAT_TIMEOUT:
             return
         self._next = now + settings.SWEEP_INTERVAL
-        self._swept = True
         try:
             result = sweep(self.worker_id, settings.HEARTBEAT_TIMEOUT, self.using)
         except (DatabaseError, InterfaceError) as exc:
@@ -76,6 +75,7 @@ class Sweeper:
             self.database_error()
             close_broken_connections()
             return
+        self._swept = True
         if result.given_back or result.requeued or result.failed or result.workers_removed:
             logger.warning(
                 "Sweep recovered lost work given_back=%s requeued=%s failed=%s workers_removed=%s",

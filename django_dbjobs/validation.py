@@ -58,6 +58,24 @@ def return_value(value: Any, reject_nul: bool) -> Any:
     return json_value(value, "The return value", reject_nul, clean=True)
 
 
+def return_value_size(value: Any) -> None:
+    """Refuse a return value larger than DBJOBS_MAX_PAYLOAD_BYTES as JSON.
+
+    An oversized value can break the connection on MySQL (max_allowed_packet) and
+    then look like an outage, retried for ever; numbers and None are never large.
+    """
+    if value is None or isinstance(value, bool | int | float):
+        return
+    limit = settings.MAX_PAYLOAD_BYTES
+    if isinstance(value, str) and len(value) * 4 < limit:
+        return
+    size = len(json.dumps(value, separators=(",", ":")).encode())
+    if size > limit:
+        raise PayloadTooLarge(
+            f"The return value takes {size} bytes as JSON, more than DBJOBS_MAX_PAYLOAD_BYTES ({limit})."
+        )
+
+
 def _text(value: str, where: str, reject_nul: bool, clean: bool) -> str:
     if not value.isascii():
         try:

@@ -251,3 +251,12 @@ def test_return_values_are_cleaned_not_refused():
     from django_dbjobs import validation
 
     assert validation.return_value(["a\ud800", {"k\x00": "b\x00"}], True) == ["a?", {"k\ufffd": "b\ufffd"}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_return_value_larger_than_the_payload_limit_is_dead_lettered(settings):
+    enqueue(jobs.echo, "x" * 600)
+    settings.DBJOBS_MAX_PAYLOAD_BYTES = 500
+    assert execution.run(claim_one(), "w1", on_success=lambda job, value: None) == JobStatus.FAILED
+    job = Job.objects.get()
+    assert job.last_error.startswith("UnstorableResult") and "DBJOBS_MAX_PAYLOAD_BYTES (500)" in job.last_error

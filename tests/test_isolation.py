@@ -24,18 +24,18 @@ def test_a_worker_holds_one_job_waiting_to_run_alone_and_gives_back_the_others()
     waiting.update(isolation=Isolation.WAITING)
     worker = Worker(concurrency=2, prefetch=10)
     worker.prefetch._finished.extend([time.monotonic()] * 50)
-    assert worker._claim_free_slots() == 4, "one waiting job and three others"
+    assert worker.claimer.claim_free_slots() == 4, "one waiting job and three others"
     held = Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id)
     assert held.filter(isolation=Isolation.WAITING).count() == 1
     assert worker._held.alone == held.get(isolation=Isolation.WAITING).pk
     given_back = Job.objects.filter(status=JobStatus.READY, isolation=Isolation.WAITING)
     assert given_back.count() == 2
     assert list(given_back.values_list("attempts", "worker_ids")) == [(0, [])] * 2, "pickup undone"
-    assert worker._claim_free_slots() == 0, "no second job to run alone while one is held"
+    assert worker.claimer.claim_free_slots() == 0, "no second job to run alone while one is held"
     for job in worker._threads.take_unstarted():  # as if the job threads ran them all
         worker.job_done(job)
     assert worker._held.alone is None
-    assert worker._claim_free_slots() == 1, "the next one, once the first is done"
+    assert worker.claimer.claim_free_slots() == 1, "the next one, once the first is done"
 
 
 def test_a_fresh_sweeper_waits_a_heartbeat_timeout_before_judging_workers(settings):
@@ -59,14 +59,14 @@ def test_a_job_that_must_run_alone_waits_for_the_others_and_holds_them_back():
     events = []
 
     def other(name, seconds):
-        gate.enter(alone=False)
+        gate.enter(name, alone=False)
         events.append(f"{name} starts")
         time.sleep(seconds)
         events.append(f"{name} ends")
         gate.leave(alone=False)
 
     def alone():
-        gate.enter(alone=True)
+        gate.enter("alone", alone=True)
         events.append("alone starts")
         time.sleep(0.2)
         events.append("alone ends")

@@ -29,7 +29,7 @@ def test_claim_takes_free_threads_plus_prefetch_in_one_go():
     bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
     worker = Worker(concurrency=2, prefetch=10)
     worker.prefetch._finished.extend([time.monotonic()] * 50)
-    assert worker._claim_free_slots() == 12
+    assert worker.claimer.claim_free_slots() == 12
     assert Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id).count() == 12
 
 
@@ -37,7 +37,7 @@ def test_stopping_releases_prefetched_jobs_no_thread_started():
     bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
     worker = Worker(concurrency=2, prefetch=10)
     worker.prefetch._finished.extend([time.monotonic()] * 50)
-    worker._claim_free_slots()  # no threads are running: all 12 wait in the queue
+    worker.claimer.claim_free_slots()  # no threads are running: all 12 wait in the queue
     lost = next(iter(worker._held.ids()))
     Job.objects.filter(pk=lost).update(worker="new-owner")  # swept and taken meanwhile
     started = time.monotonic()
@@ -51,7 +51,7 @@ def test_batched_successes_are_stored_together_and_fenced():
     bulk_enqueue(prepare(jobs.add, i, 1) for i in range(5))
     worker = Worker(concurrency=1, prefetch=10)
     worker.prefetch._finished.extend([time.monotonic()] * 50)
-    worker._claim_free_slots()
+    worker.claimer.claim_free_slots()
     claimed = worker._held.all()
     Job.objects.filter(pk=claimed[0].pk).update(worker="someone-else")  # lost to a sweep
     for job in claimed:
@@ -99,26 +99,26 @@ def test_a_claim_that_committed_but_lost_its_answer_is_given_back_before_the_nex
     bulk_enqueue(prepare(jobs.add, i, i) for i in range(10))
     worker = Worker(concurrency=3, prefetch=0)
     worker._outage.pause = 0.01
-    assert worker._claim_free_slots() == 3
+    assert worker.claimer.claim_free_slots() == 3
     assert len(worker._threads.take_unstarted()) == 3  # as the job threads would
     done = worker._held.all()[0]
     worker._held.remove([done])
     worker._acks.add(done, 42)  # finished, its success not stored yet
     held = worker._held.ids() | {done.pk}
 
-    real_claim = worker._claim
+    real_claim = worker.claimer.claim
 
     def claim_then_lose_the_answer(limit):
         real_claim(limit)
         raise OperationalError("server closed the connection unexpectedly")
 
-    worker._claim = claim_then_lose_the_answer
-    assert worker._claim_free_slots() is None
+    worker.claimer.claim = claim_then_lose_the_answer
+    assert worker.claimer.claim_free_slots() is None
     owned = set(Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id).values_list("pk", flat=True))
     assert len(owned) == 4 and held < owned, "the failed claim committed all the same"
 
-    del worker._claim
-    assert worker._claim_free_slots() == 1
+    del worker.claimer.claim
+    assert worker.claimer.claim_free_slots() == 1
     owned_now = Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id)
     assert set(owned_now.values_list("pk", flat=True)) == worker._held.ids() | {done.pk}, (
         "the rows of the failed claim were given back"

@@ -120,24 +120,29 @@ class SuccessBatch:
 MAX_BATCH_BYTES = 1_048_576
 
 
+_SCALARS = frozenset({type(None), bool, int, float})
+
+
 def _chunks(batch: list[tuple[Job, Any]]) -> list[list[tuple[Job, Any]]]:
     """Split a batch so that no UPDATE carries more than MAX_BATCH_BYTES of return values."""
+    weights = [0 if type(value) in _SCALARS else _weight(value) for _job, value in batch]
+    if sum(weights) <= MAX_BATCH_BYTES:
+        return [batch]
     chunks: list[list[tuple[Job, Any]]] = [[]]
     size = 0
-    for job, value in batch:
-        if value is None or isinstance(value, bool | int | float):
-            weight = 0
-        elif isinstance(value, str):
-            weight = len(value) * 4
-        else:
-            try:
-                weight = len(json.dumps(value, separators=(",", ":")))
-            except (TypeError, ValueError, RecursionError):
-                weight = 0  # not JSON: the database write refuses it, job by job
-
+    for item, weight in zip(batch, weights, strict=True):
         if chunks[-1] and size + weight > MAX_BATCH_BYTES:
             chunks.append([])
             size = 0
-        chunks[-1].append((job, value))
+        chunks[-1].append(item)
         size += weight
     return chunks
+
+
+def _weight(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value) * 4
+    try:
+        return len(json.dumps(value, separators=(",", ":")))
+    except (TypeError, ValueError, RecursionError):
+        return 0  # not JSON: the database write refuses it, job by job

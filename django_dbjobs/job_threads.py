@@ -29,27 +29,36 @@ class AloneGate:
 
     So when a worker dies during such a run, the job it was running alone is the only
     job that can have killed it (models.Isolation). A worker holds at most one of them.
+    The main thread announces it (expect_alone()) before queueing it, so every job a
+    thread takes after that waits for it, wherever it is in the queue.
     """
 
     def __init__(self):
         self._changed = threading.Condition()
         self._others = 0
-        self._alone = False  # one is waiting for the others to finish, or running
+        self._alone = False  # one is queued, waiting for the others to finish, or running
         self._waiting: list[Job] = []
         self._closed = False
 
-    def enter(self, job: Job, alone: bool) -> bool:
-        """Wait until `job` may start; False if the gate was closed first (the job is given back)."""
+    def expect_alone(self) -> None:
         with self._changed:
-            self._waiting.append(job)
+            self._alone = True
+
+    def enter(self, job: Job, alone: bool) -> bool:
+        """Wait until `job` may start; False if the gate was closed (shutdown: it is given back)."""
+        with self._changed:
             if alone:
-                self._alone = True  # from its arrival on, later jobs wait behind it
-                self._changed.wait_for(lambda: self._closed or self._others == 0)
+                ready = lambda: self._others == 0  # noqa: E731
             else:
-                self._changed.wait_for(lambda: self._closed or not self._alone)
+                ready = lambda: not self._alone  # noqa: E731
+            if not self._closed and not ready():
+                self._waiting.append(job)  # close() hands it back from here
+                self._changed.wait_for(lambda: self._closed or ready())
+                if self._closed:
+                    return False
+                self._waiting.remove(job)
             if self._closed:
-                return False
-            self._waiting.remove(job)
+                return False  # still held: released with the others at the end of the grace
             if not alone:
                 self._others += 1
             return True
@@ -80,9 +89,6 @@ class JobThreads:
         self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._gate = AloneGate()
-        # Jobs pass the gate in the order they were queued: taking the next job and
-        # entering the gate happen under this lock.
-        self._take_lock = threading.Lock()
 
     def start(self) -> None:
         """Start the threads; they run jobs as they are submitted."""
@@ -99,6 +105,8 @@ class JobThreads:
         for job in jobs:
             if epoch is not None:
                 job._lease_epoch = epoch
+            if job.isolation != Isolation.NONE:
+                self._gate.expect_alone()
             self._tasks.put(job)
 
     def queued(self) -> int:
@@ -126,12 +134,12 @@ class JobThreads:
 
     def _take(self) -> Job | None:
         """The next job, once the gate lets it start (None: no more jobs)."""
-        with self._take_lock:
-            while (job := self._tasks.get()) is not None:
-                if self._gate.enter(job, job.isolation != Isolation.NONE):
-                    return job
-                # The gate closed (shutdown): the job was handed back by take_unstarted().
-            return None
+        while (job := self._tasks.get()) is not None:
+            if self._gate.enter(job, job.isolation != Isolation.NONE):
+                return job
+            # The gate closed (shutdown): the job is given back (take_unstarted(), or
+            # with the held jobs at the end of the grace).
+        return None
 
     def _work(self) -> None:
         worker = self.worker

@@ -259,4 +259,6 @@ def test_a_return_value_larger_than_the_payload_limit_is_dead_lettered(settings)
     settings.DBJOBS_MAX_PAYLOAD_BYTES = 500
     assert execution.run(claim_one(), "w1", on_success=lambda job, value: None) == JobStatus.FAILED
     job = Job.objects.get()
-    assert job.last_error.startswith("UnstorableResult") and "DBJOBS_MAX_PAYLOAD_BYTES (500)" in job.last_error
+    assert (
+        job.last_error.startswith("UnstorableResult") and "DBJOBS_MAX_PAYLOAD_BYTES (500)" in job.last_error
+    )

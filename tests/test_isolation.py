@@ -75,6 +75,7 @@ def test_a_job_that_must_run_alone_waits_for_the_others_and_holds_them_back():
     first = threading.Thread(target=other, args=("first", 0.3))
     first.start()
     time.sleep(0.05)
+    gate.expect_alone()  # as JobThreads.submit() does before queueing it
     lone = threading.Thread(target=alone)
     lone.start()
     time.sleep(0.05)

@@ -62,10 +62,32 @@ def claim_pick(
         before = sql[: sql.index(limit_sql)]
         position = before.count("%s") - before.count("%%s")
         sql = sql.replace(limit_sql, "LIMIT %s")
-        cached = _claims[key] = (sql, [*params[:position], _LIMIT_MARK, *params[position:]])
+        params = [*params[:position], _LIMIT_MARK, *params[position:]]
+        sql, params = _inline_constants(sql, params, set(values), using)
+        cached = _claims[key] = (sql, params)
     sql, params = cached
     marks = {**values, _LIMIT_MARK: limit}
     return sql, [marks.get(value, value) if isinstance(value, str | int) else value for value in params]
+
+
+def _inline_constants(sql: str, params: list, placeholders: set, using: str) -> tuple[str, list]:
+    """Write the constants the ORM sent as parameters (the status 'READY') into the SQL.
+
+    They are values written in our code, never a caller's, and as literals they let
+    the planner match the partial claim index (WHERE status = 'READY') outright,
+    where a bound parameter makes SQLite plan the statement again on every claim.
+    """
+    quote = connections[using].schema_editor().quote_value
+    parts = sql.split("%s")
+    out, kept = [parts[0]], []
+    for param, part in zip(params, parts[1:], strict=True):
+        if isinstance(param, str) and param not in placeholders:
+            out.append(str(quote(param)).replace("%", "%%"))
+        else:
+            out.append("%s")
+            kept.append(param)
+        out.append(part)
+    return "".join(out), kept
 
 
 def claim_mark(model, using: str) -> str:

@@ -25,7 +25,7 @@ from .models import Job, WorkerProcess
 from .outage import Outage
 from .prefetch import Prefetch
 from .stop_signals import StopSignals
-from .sweep import Sweeper
+from .sweep import Sweeper, stale_before
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -226,8 +226,13 @@ class Worker:
     # Shutdown
 
     def _orphans_may_exist(self) -> bool:
+        """True if jobs are RUNNING under a worker whose heartbeat is stale or whose row is gone."""
+        live = WorkerProcess.objects.using(self.using).filter(
+            heartbeat_at__gte=stale_before(settings.HEARTBEAT_TIMEOUT)
+        )
         try:
-            return Job.objects.using(self.using).running().exclude(worker=self.id).exists()
+            running = Job.objects.using(self.using).running().exclude(worker=self.id)
+            return running.exclude(worker__in=live.values("pk")).exists()
         except (DatabaseError, InterfaceError):
             return True
 

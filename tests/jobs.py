@@ -90,13 +90,11 @@ def exit_process():
     os._exit(1)
 
 
-@job(max_attempts=1)
-def returns_unstorable():
-    """A return value the database refuses (see the DBJOBS_TEST_RAW_RESULTS hook below).
+def unstorable_value():
+    """A value this database refuses, once past the worker's own cleaning of return values.
 
     MariaDB refuses JSON nested 32 deep of its own accord; PostgreSQL refuses a lone
-    surrogate and SQLite an object JSON cannot write, once the worker's own cleaning
-    of return values is switched off.
+    surrogate and SQLite an object JSON cannot write.
     """
     from django.db import connection
 
@@ -108,6 +106,12 @@ def returns_unstorable():
     if connection.vendor == "postgresql":
         return "lone \ud800 surrogate"
     return {"not json": object()}
+
+
+@job(max_attempts=1)
+def returns_unstorable():
+    """Returns unstorable_value() (the DBJOBS_TEST_RAW_RESULTS hook below lets it reach the database)."""
+    return unstorable_value()
 
 
 @job

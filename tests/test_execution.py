@@ -1,7 +1,7 @@
 import threading
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
 from django_dbjobs import enqueue, execution
 from django_dbjobs.acks import SuccessBatch
@@ -158,18 +158,6 @@ def test_signals_report_start_finish_and_dead_letter():
     ]
 
 
-def unstorable_value():
-    """A value this database refuses, once past the worker's own cleaning."""
-    if connection.vendor == "mysql":
-        value = []
-        for _ in range(40):
-            value = [value]
-        return value
-    if connection.vendor == "postgresql":
-        return "lone \ud800 surrogate"
-    return {"not json": object()}
-
-
 @pytest.mark.django_db(transaction=True)
 def test_raising_receivers_are_logged_and_outcomes_stored(caplog):
     def explode(sender, **kwargs):
@@ -222,7 +210,7 @@ def test_a_job_waiting_to_run_alone_records_its_start_and_stores_its_outcome_at_
 def test_a_return_value_the_database_refuses_dead_letters_the_job_with_a_clear_error():
     enqueue(jobs.add, 1, 2, max_attempts=5)
     job = claim_one()
-    assert execution.store_success(job, "w1", unstorable_value(), Outage("default")) == JobStatus.FAILED
+    assert execution.store_success(job, "w1", jobs.unstorable_value(), Outage("default")) == JobStatus.FAILED
     job = Job.objects.get()
     assert job.status == JobStatus.FAILED and job.return_value is None
     assert job.last_error.startswith(
@@ -238,7 +226,7 @@ def test_a_batch_with_one_refused_value_is_stored_job_by_job():
         claimed = Job.objects.claim("w1", 5)
     batch = SuccessBatch("w1", "default", threading.Event(), Outage("default"))
     for job in claimed:
-        batch.add(job, unstorable_value() if job.args[0] == 2 else job.args[0] + 1)
+        batch.add(job, jobs.unstorable_value() if job.args[0] == 2 else job.args[0] + 1)
     batch.flush(force=True)
     rows = {job.args[0]: job for job in Job.objects.all()}
     assert rows.pop(2).status == JobStatus.FAILED

@@ -49,35 +49,6 @@ _MYSQL_DATA = {
     4025,  # MariaDB: CONSTRAINT failed (the JSON_VALID check of a JSON column)
     4038,  # MariaDB: syntax error in JSON text
 }
-# Server errors that are outages, for reference and for the tests; client errors
-# (2000-2999) all are.
-_MYSQL_OUTAGES = {
-    1040,  # too many connections
-    1043,  # bad handshake
-    1053,  # server shutdown in progress
-    1077,  # normal shutdown
-    1078,  # got signal, aborting
-    1079,  # shutdown complete
-    1080,  # forcing close of thread
-    1152,  # aborted connection
-    1156,  # packets out of order
-    1158,  # net read error
-    1159,  # net read timeout
-    1160,  # net write error
-    1161,  # net write timeout
-    1184,  # aborted new connection
-    1203,  # max user connections
-    1205,  # lock wait timeout
-    1213,  # deadlock
-    1290,  # --read-only: a failover in progress
-    1317,  # query interrupted
-    1792,  # read-only transaction
-    1836,  # read-only mode
-    1927,  # connection killed
-    1969,  # MariaDB statement timeout
-    3024,  # MySQL statement timeout
-    4031,  # disconnected by the server (idle timeout)
-}
 _MYSQL_SETUP = {1049, 1054, 1146}  # unknown database, unknown column, no such table
 _SQLITE_SETUP = ("no such table", "no such column", "has no column named")
 

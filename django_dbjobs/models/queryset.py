@@ -40,10 +40,6 @@ class JobQuerySet(models.QuerySet):
         """Running jobs this worker holds: the fence of every finishing write."""
         return self.running().filter(worker=worker)
 
-    def isolated(self) -> JobQuerySet:
-        """Jobs that must run alone: recovered from a worker that died (see Isolation)."""
-        return self.exclude(isolation=Isolation.NONE)
-
     def claim(
         self, worker: str, limit: int = 1, queues: list[str] | None = None, include_waiting: bool = True
     ) -> list[Job]:

@@ -69,6 +69,14 @@ def sleep_then_record(seconds, value):
 
 
 @job
+def announce_sleep_record(seconds, value):
+    """Record `started:<value>`, sleep, then record `value` (the test knows the job has begun)."""
+    record(f"started:{value}")
+    time.sleep(seconds)
+    return record(value)
+
+
+@job
 def blocked_signals():
     """The signals blocked in the thread running this job."""
     return sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))

@@ -80,6 +80,13 @@ NUMBER_RULES = [
         "E016",
     ),
     (
+        "SCHEDULE_CHECK_INTERVAL",
+        lambda v: _number(v) and v > 0,
+        "must be a number of seconds above 0",
+        "The default is 10.0.",
+        "E018",
+    ),
+    (
         "MAX_PAYLOAD_BYTES",
         lambda v: _integer(v) and v >= 1,
         "must be a positive integer (bytes)",
@@ -140,6 +147,7 @@ def check_settings(app_configs=None, **kwargs):
                 id="dbjobs.E010",
             )
         )
+    errors.extend(schedule_errors())
     interval, timeout = settings.HEARTBEAT_INTERVAL, settings.HEARTBEAT_TIMEOUT
     if _number(interval) and _number(timeout) and 0 < interval and timeout < 3 * interval:
         errors.append(
@@ -152,6 +160,21 @@ def check_settings(app_configs=None, **kwargs):
         )
     errors.extend(sqlite_warnings(connections.settings))
     return errors
+
+
+def schedule_errors() -> list[checks.Error]:
+    """One error per problem of DBJOBS_SCHEDULES, naming the schedule."""
+    from .schedules import settings_problems
+
+    return [
+        checks.Error(
+            problem,
+            hint="See 'Periodic jobs' in the docs: {'job': 'app.jobs.report', 'cron': '30 2 * * *', "
+            "'timezone': 'Europe/Paris'}.",
+            id="dbjobs.E017",
+        )
+        for problem in settings_problems()
+    ]
 
 
 def sqlite_warnings(databases: dict[str, dict]) -> list[checks.Warning]:

@@ -41,6 +41,11 @@ DEFAULTS = {
     "UNKNOWN_JOB_GRACE": 3600.0,
     # Extra modules the worker imports so their @job functions are registered.
     "JOB_MODULES": [],
+    # Cron schedules: {name: {"job": ..., "cron": ..., ...}}, synced when a worker starts.
+    "SCHEDULES": {},
+    # Seconds between a scheduler's reads of the schedule table when nothing is due
+    # sooner (it also wakes at each due time, and when a schedule is saved).
+    "SCHEDULE_CHECK_INTERVAL": 10.0,
 }
 
 

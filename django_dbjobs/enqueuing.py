@@ -20,7 +20,7 @@ from .conf import settings
 from .exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from .models import Job
 from .registry import JobFunction
-from .signals import job_enqueued
+from .signals import job_enqueued, send
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -45,16 +45,16 @@ def prepare(
     Raises an InvalidJob subclass naming the bad argument; nothing is written.
     """
     _refuse_unknown_options("prepare", args, unknown)
-    fields, using = _fields(
+    fields, using = job_fields(
         job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
     )
     return rows.build(fields, using)
 
 
-def _fields(
+def job_fields(
     job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using, check_signature=True
 ):
-    """The validated field values of a new job, and the database it goes to."""
+    """The validated field values of a new job, and the database it goes to (InvalidJob if invalid)."""
     registered = registry.resolve(job)
     defaults = registered.options
     using = using or router.db_for_write(Job)
@@ -106,18 +106,25 @@ def enqueue(
     nothing is written and that job is returned instead.
     """
     _refuse_unknown_options("enqueue", args, unknown)
-    fields, using = _fields(
+    fields, using = job_fields(
         job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
     )
-    instance = rows.build(fields, using)
-    if unique_key is not None:
+    return store(rows.build(fields, using), fields, using)[0]
+
+
+def store(instance: Job, fields: dict[str, Any], using: str, robust: bool = False) -> tuple[Job, bool]:
+    """Insert a job built by rows.build() from `fields`; return it (or its key's holder) and if it is new.
+
+    With `robust` (the scheduler), a job_enqueued receiver that raises is logged, not raised.
+    """
+    if instance.unique_key is not None:
         instance, created = _insert_unique(instance, using)
         if not created:
-            return instance
+            return instance, False
     else:
         inserts.insert([instance], using, signals=True, given=frozenset(fields))
-    _enqueued([instance], using)
-    return instance
+    _enqueued([instance], using, robust)
+    return instance, True
 
 
 def _insert_unique(instance: Job, using: str) -> tuple[Job, bool]:
@@ -191,7 +198,7 @@ def enqueue_many(
                 f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
                 "positional arguments, such as (user_id,)."
             )
-    common, using = _fields(
+    common, using = job_fields(
         job, (), None, queue, priority, run_at, delay, max_attempts, None, using, check_signature=False
     )
     reject_nul = db.rejects_nul(using)
@@ -214,9 +221,12 @@ def enqueue_many(
     return jobs
 
 
-def _enqueued(jobs: list[Job], using: str) -> None:
+def _enqueued(jobs: list[Job], using: str, robust: bool = False) -> None:
     for instance in jobs:
-        job_enqueued.send(sender=Job, job=instance)
+        if robust:
+            send(job_enqueued, job=instance)
+        else:
+            job_enqueued.send(sender=Job, job=instance)
         logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
     transaction.on_commit(wakeup.notify, using=using)
 

@@ -35,3 +35,7 @@ class MissingMigrations(DbJobsError):
 
 class WorkerLost(DbJobsError):
     """Recorded for an attempt whose worker stopped heartbeating (killed, frozen, lost)."""
+
+
+class InvalidSchedule(DbJobsError, ValueError):
+    """A schedule's cron expression, timezone, job or options are invalid."""

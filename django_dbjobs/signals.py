@@ -1,6 +1,6 @@
 """Signals sent as jobs move through the queue.
 
-Every signal is sent with ``sender=Job`` and ``job=<the Job>``; job_finished also
+Every job signal is sent with ``sender=Job`` and ``job=<the Job>``; job_finished also
 has ``status`` and job_failed ``error`` (the last error's record).
 
 Receivers are user code: in the worker, a receiver that raises is logged with its
@@ -21,20 +21,27 @@ job_started = Signal()
 job_finished = Signal()
 #: After a job is moved to FAILED: its attempts are spent (the dead-letter list).
 job_failed = Signal()
+#: After a scheduler's transaction committed the jobs of a schedule's due times: sent
+#: with ``sender=Schedule``, ``schedule``, ``jobs`` (the new Job rows, one per due time
+#: run) and ``due_times``; also after a manual run (``manual=True``, no due time).
+schedule_fired = Signal()
 
 
-def send(signal: Signal, **kwargs) -> None:
+def send(signal: Signal, sender=None, **kwargs) -> None:
     """Send `signal` from the worker: a receiver's exception is logged, never raised."""
     if not signal.receivers:  # the common case, and the cheapest test
         return
-    from .models import Job
+    if sender is None:
+        from .models import Job
 
-    for receiver, response in signal.send_robust(sender=Job, **kwargs):
+        sender = Job
+    for receiver, response in signal.send_robust(sender=sender, **kwargs):
         if isinstance(response, Exception):
-            job = kwargs.get("job")
+            subject = kwargs.get("job") or kwargs.get("schedule")
             logger.error(
-                "Signal receiver %s raised for job id=%s; the outcome is stored all the same",
+                "Signal receiver %s raised for %s id=%s; the outcome is stored all the same",
                 getattr(receiver, "__qualname__", receiver),
-                getattr(job, "pk", None),
+                type(subject).__name__.lower(),
+                getattr(subject, "pk", None),
                 exc_info=response,
             )

@@ -24,6 +24,9 @@ logger = logging.getLogger("django_dbjobs")
 CHANNEL = "dbjobs"
 _subscribers: set[threading.Event] = set()
 _generation = 0
+_schedule_generation = 0
+#: The NOTIFY payload a trigger sends when a schedule is saved or deleted (PostgreSQL).
+SCHEDULES_PAYLOAD = "schedules"
 _lock = threading.Lock()
 
 
@@ -35,6 +38,21 @@ def notify() -> None:
         subscribers = list(_subscribers)
     for event in subscribers:
         event.set()
+
+
+def schedules_changed() -> None:
+    """A schedule was saved or deleted (in this process, or in another on PostgreSQL): re-read them."""
+    global _schedule_generation
+    with _lock:
+        _schedule_generation += 1
+        subscribers = list(_subscribers)
+    for event in subscribers:
+        event.set()
+
+
+def schedule_generation() -> int:
+    """How many schedule changes this process has heard of; schedulers compare it."""
+    return _schedule_generation
 
 
 def generation() -> int:
@@ -76,10 +94,12 @@ class Listener(threading.Thread):
                     with connection.cursor() as cursor:
                         cursor.execute(f"LISTEN {CHANNEL}")
                     self.listening.set()
-                    self.event.set()
+                    schedules_changed()  # notifications sent while disconnected are lost
                     pause = 0.5
                     while not self._stop_event.is_set():
-                        for _ in connection.connection.notifies(timeout=0.25):
+                        for notification in connection.connection.notifies(timeout=0.25):
+                            if notification.payload == SCHEDULES_PAYLOAD:
+                                schedules_changed()
                             self.event.set()
                 except Exception as exc:  # noqa: BLE001 - any failure: reconnect
                     self.listening.clear()

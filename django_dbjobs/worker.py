@@ -24,6 +24,7 @@ from .lease import Lease
 from .models import Job, WorkerProcess
 from .outage import Outage
 from .prefetch import Prefetch
+from .scheduler import Scheduler
 from .stop_signals import StopSignals
 from .sweep import Sweeper, stale_before
 
@@ -55,6 +56,7 @@ class Worker:
         shutdown_grace: float | None = None,
         prefetch: int | None = None,
         using: str = "default",
+        scheduler: bool = True,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1.")
@@ -76,6 +78,7 @@ class Worker:
         self.lease = Lease(self)
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
+        self._scheduler = Scheduler(self.id, using) if scheduler else None
         self._outage = Outage(using, on_error=self._database_error, forced=self._forced, wake=self._wake)
         self._acks = SuccessBatch(
             self.id, using, self._wake, self._outage, on_not_stored=self.outcome_not_stored
@@ -97,6 +100,8 @@ class Worker:
         self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues)
         try:
             self._outage.call(self._check_migrated, "checking the database")
+            if self._scheduler is not None:
+                self._outage.call(self._scheduler.sync_settings, "syncing DBJOBS_SCHEDULES")
             self._waiter.start()
             self._outage.call(self._register, "registering the worker")
             self._heartbeat = Heartbeat(
@@ -111,12 +116,13 @@ class Worker:
             self._heartbeat.start()
             self._threads.start()
             logger.info(
-                "Worker started id=%s queues=%s threads=%s registered_jobs=%s prefetch_max=%s",
+                "Worker started id=%s queues=%s threads=%s registered_jobs=%s prefetch_max=%s scheduler=%s",
                 self.id,
                 ",".join(self.queues) or "*",
                 self.concurrency,
                 len(registry.registered()),
                 self.prefetch.most,
+                "on" if self._scheduler is not None else "off",
             )
             self._loop()
         finally:
@@ -190,6 +196,8 @@ class Worker:
             except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
                 logger.exception("Unexpected error while checking jobs id=%s", self.id)
             self._sweeper.sweep_if_due()
+            if self._scheduler is not None:
+                self._scheduler.fire_if_due()
             self._acks.flush()
             claimed = self.claimer.claim_free_slots()
             if claimed is None:
@@ -212,7 +220,8 @@ class Worker:
 
     def _wait_time(self) -> float:
         due = self._acks.due_in()
-        return self.poll_interval if due is None else min(self.poll_interval, due)
+        wait = self.poll_interval if due is None else min(self.poll_interval, due)
+        return wait if self._scheduler is None else min(wait, self._scheduler.due_in())
 
     def _quota_reached(self) -> bool:
         return self.max_jobs is not None and self.claimer.claimed >= self.max_jobs

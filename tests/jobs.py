@@ -165,3 +165,15 @@ def own_isolation():
     from django_dbjobs.models import Job
 
     return Job.objects.get(pk=current_job().pk).isolation
+
+
+@job
+def scheduled(due_time=None):
+    """What a scheduled job sees of its due time: the argument and current_job().scheduled_for."""
+    running = current_job()
+    return {"due_time": due_time, "scheduled_for": running.scheduled_for.isoformat()}
+
+
+@job
+def tick():
+    """A scheduled job that does nothing: the tests count the rows."""

@@ -70,3 +70,9 @@ if os.environ.get("DBJOBS_TEST_NEW_RELEASE"):
     DBJOBS_JOB_MODULES = ["tests.new_release"]
 if os.environ.get("DBJOBS_TEST_UNKNOWN_JOB_GRACE"):
     DBJOBS_UNKNOWN_JOB_GRACE = float(os.environ["DBJOBS_TEST_UNKNOWN_JOB_GRACE"])
+
+# DBJOBS_TEST_SCHEDULES=<JSON>: this worker's DBJOBS_SCHEDULES.
+if os.environ.get("DBJOBS_TEST_SCHEDULES"):
+    import json
+
+    DBJOBS_SCHEDULES = json.loads(os.environ["DBJOBS_TEST_SCHEDULES"])

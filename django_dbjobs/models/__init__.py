@@ -1,4 +1,16 @@
 from .job import Isolation, Job, JobQuerySet, JobStatus
+from .schedule import DefinedIn, MissedRuns, Schedule, ScheduleQuerySet, ScheduleTick
 from .worker import WorkerProcess
 
-__all__ = ["Isolation", "Job", "JobQuerySet", "JobStatus", "WorkerProcess"]
+__all__ = [
+    "DefinedIn",
+    "Isolation",
+    "Job",
+    "JobQuerySet",
+    "JobStatus",
+    "MissedRuns",
+    "Schedule",
+    "ScheduleQuerySet",
+    "ScheduleTick",
+    "WorkerProcess",
+]

@@ -72,6 +72,14 @@ class Job(models.Model):
         help_text=_("Held by a worker that died: runs alone until it finishes, so a crash is pinned on it."),
     )
 
+    scheduled_for = models.DateTimeField(
+        _("scheduled for"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("The due time of the schedule that enqueued this job; empty for other jobs."),
+    )
+
     objects = JobQuerySet.as_manager()
 
     class Meta:

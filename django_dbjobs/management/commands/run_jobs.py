@@ -58,6 +58,11 @@ class Command(BaseCommand):
             default=None,
             help="Jobs to claim beyond free threads (default: DBJOBS_PREFETCH).",
         )
+        parser.add_argument(
+            "--no-scheduler",
+            action="store_true",
+            help="Do not fire cron schedules from this process (others still do).",
+        )
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def handle(self, *args, **options):
@@ -75,6 +80,7 @@ class Command(BaseCommand):
                 shutdown_grace=options["shutdown_grace"],
                 prefetch=options["prefetch"],
                 using=options["database"],
+                scheduler=not options["no_scheduler"],
             )
             worker.run()
         except (DbJobsError, ValueError) as exc:

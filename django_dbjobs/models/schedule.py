@@ -1,0 +1,265 @@
+"""Schedule: a cron expression that enqueues a job at each due time; ScheduleTick: one per due time fired."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.db.models.signals import post_delete, post_save
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from .states import MAX_PRIORITY, MIN_PRIORITY
+
+#: The fields that decide when a schedule is due: changing one recomputes next_due_at.
+TIMING_FIELDS = ("cron", "timezone", "enabled", "removed_at")
+#: Fields a save() of an edited schedule leaves alone: the schedulers write them.
+KEPT_ON_SAVE = ("last_due_at", "last_job_id", "last_fired_at", "last_error", "created_at")
+DEFAULT_CATCH_UP_WINDOW = 600
+
+
+class MissedRuns(models.TextChoices):
+    """What a scheduler does with due times that passed while no scheduler ran."""
+
+    LATEST = "latest", _("Run the latest, if younger than the catch-up window")
+    SKIP = "skip", _("Skip them")
+    ALL = "all", _("Run each (the latest 100 at most)")
+
+
+class DefinedIn(models.TextChoices):
+    SETTINGS = "settings", _("DBJOBS_SCHEDULES setting")
+    DATABASE = "database", _("Database")
+
+
+def default_timezone() -> str:
+    return django_settings.TIME_ZONE or "UTC"
+
+
+def default_queue() -> str:
+    from ..conf import settings
+
+    return settings.DEFAULT_QUEUE
+
+
+class ScheduleQuerySet(models.QuerySet):
+    def active(self) -> ScheduleQuerySet:
+        """Schedules a scheduler fires: enabled, and not removed from DBJOBS_SCHEDULES."""
+        return self.filter(enabled=True, removed_at=None, next_due_at__isnull=False)
+
+    def due_within(self, seconds: float) -> ScheduleQuerySet:
+        """Active schedules due within `seconds` by the database clock, soonest first."""
+        return (
+            self.active()
+            .filter(next_due_at__lte=Now() + datetime.timedelta(seconds=seconds))
+            .order_by("next_due_at")
+        )
+
+    def enable(self) -> int:
+        """Enable these schedules from now on (no catch-up for the time they were off); return how many."""
+        count = 0
+        for schedule in self.filter(enabled=False):
+            schedule.enabled = True
+            schedule.save()
+            count += 1
+        return count
+
+    def disable(self) -> int:
+        """Disable these schedules; return how many."""
+        return self.filter(enabled=True).update(enabled=False, next_due_at=None, updated_at=Now())
+
+
+class Schedule(models.Model):
+    """A job enqueued at each due time of a cron expression, exactly once across all schedulers."""
+
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    cron = models.CharField(
+        _("cron expression"),
+        max_length=120,
+        help_text=_("5 fields (minute hour day month weekday), 6 with seconds first, or @hourly, @daily..."),
+    )
+    timezone = models.CharField(
+        _("timezone"),
+        max_length=64,
+        default=default_timezone,
+        help_text=_("IANA name, such as Europe/Paris."),
+    )
+    job = models.CharField(_("job"), max_length=255, help_text=_("Registered name of the job to enqueue."))
+    args = models.JSONField(_("positional arguments"), default=list, blank=True)
+    kwargs = models.JSONField(_("keyword arguments"), default=dict, blank=True)
+    queue = models.CharField(_("queue"), max_length=100, default=default_queue)
+    priority = models.SmallIntegerField(_("priority"), default=0)
+    max_attempts = models.PositiveIntegerField(
+        _("max attempts"), null=True, blank=True, help_text=_("Empty: the job's own default.")
+    )
+    enabled = models.BooleanField(_("enabled"), default=True)
+    missed_runs = models.CharField(
+        _("missed runs"), max_length=10, choices=MissedRuns.choices, default=MissedRuns.LATEST
+    )
+    catch_up_window = models.PositiveIntegerField(
+        _("catch-up window (seconds)"),
+        default=DEFAULT_CATCH_UP_WINDOW,
+        help_text=_("With 'latest': a missed run older than this is skipped."),
+    )
+    no_overlap = models.BooleanField(
+        _("no overlap"),
+        default=False,
+        help_text=_("Skip a due time while this schedule's previous job is still waiting or running."),
+    )
+    due_time_argument = models.CharField(
+        _("due time argument"),
+        max_length=100,
+        blank=True,
+        help_text=_("Pass the due time (ISO 8601, UTC) to the job as this keyword argument."),
+    )
+    defined_in = models.CharField(
+        _("defined in"), max_length=10, choices=DefinedIn.choices, default=DefinedIn.DATABASE, editable=False
+    )
+    # The `enabled` value DBJOBS_SCHEDULES gave at the last sync: a change there is the
+    # developer's and applies; otherwise the operator's choice stands.
+    settings_enabled = models.BooleanField(null=True, editable=False)
+    removed_at = models.DateTimeField(
+        _("removed from settings at"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("Left DBJOBS_SCHEDULES: kept with its history, never fired."),
+    )
+    next_due_at = models.DateTimeField(_("next due at"), null=True, blank=True, editable=False, db_index=True)
+    last_due_at = models.DateTimeField(_("last due time fired"), null=True, blank=True, editable=False)
+    last_job_id = models.CharField(_("last job"), max_length=36, null=True, blank=True, editable=False)
+    last_fired_at = models.DateTimeField(_("last fired at"), null=True, blank=True, editable=False)
+    last_error = models.TextField(_("last error"), blank=True, default="", editable=False)
+    created_at = models.DateTimeField(_("created at"), db_default=Now(), editable=False)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    objects = ScheduleQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("schedule")
+        verbose_name_plural = _("schedules")
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(priority__gte=MIN_PRIORITY, priority__lte=MAX_PRIORITY),
+                name="dbjobs_schedule_priority_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(missed_runs__in=MissedRuns.values), name="dbjobs_schedule_missed_runs_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def fireable(self) -> bool:
+        return self.enabled and self.removed_at is None
+
+    def cron_schedule(self):
+        """This schedule's Cron (cron.py); raises InvalidSchedule if the expression or timezone is bad."""
+        from ..cron import Cron
+
+        return Cron(self.cron, self.timezone)
+
+    def clean(self) -> None:
+        from ..schedules import definition_errors
+
+        errors = definition_errors(self.definition())
+        if errors:
+            raise ValidationError(errors)
+
+    def definition(self) -> dict[str, Any]:
+        """The fields a DBJOBS_SCHEDULES entry gives, as this schedule has them."""
+        return {
+            "job": self.job,
+            "cron": self.cron,
+            "timezone": self.timezone,
+            "args": self.args,
+            "kwargs": self.kwargs,
+            "queue": self.queue,
+            "priority": self.priority,
+            "max_attempts": self.max_attempts,
+            "missed_runs": self.missed_runs,
+            "catch_up_window": self.catch_up_window,
+            "no_overlap": self.no_overlap,
+            "due_time_argument": self.due_time_argument,
+        }
+
+    def save(self, *args, **kwargs) -> None:
+        """Save; a new schedule, or one whose timing changed, is next due at its next due time from now.
+
+        A schedule saved with unchanged timing keeps its next due time, so a save never
+        skips (or repeats) a due time that is about to fire.
+        """
+        if kwargs.get("update_fields") is None:
+            adding = self._state.adding or kwargs.get("force_insert")
+            stored = None
+            if not adding:
+                rows = Schedule.objects.using(kwargs.get("using") or self._state.db or "default")
+                stored = rows.filter(pk=self.pk).values_list(*TIMING_FIELDS).first()
+                adding = stored is None
+            timing_changed = stored != tuple(getattr(self, name) for name in TIMING_FIELDS)
+            fields = [] if adding else [f.attname for f in self._meta.concrete_fields if not f.primary_key]
+            if adding or timing_changed or (self.fireable and self.next_due_at is None):
+                self.next_due_at = self.cron_schedule().next_after(timezone.now()) if self.fireable else None
+            elif not adding:
+                fields.remove("next_due_at")  # the scheduler's to move: never write back a stale one
+            if not adding:
+                kwargs["update_fields"] = [f for f in fields if f not in KEPT_ON_SAVE]
+        super().save(*args, **kwargs)
+
+    def enable(self) -> None:
+        self.enabled = True
+        self.save()
+
+    def disable(self) -> None:
+        self.enabled = False
+        self.save()
+
+    def run_now(self, using: str | None = None):
+        """Enqueue this schedule's job now, outside its due times (a manual run, not a tick)."""
+        from ..scheduler import run_now
+
+        return run_now(self, using=using or self._state.db)
+
+
+class ScheduleTick(models.Model):
+    """One due time of a schedule that was fired: unique, so no due time is fired twice."""
+
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="ticks")
+    due_at = models.DateTimeField(_("due at"))
+    job_id = models.CharField(
+        _("job"),
+        max_length=36,
+        null=True,
+        blank=True,
+        help_text=_("Empty: skipped, the previous run was active."),
+    )
+    fired_at = models.DateTimeField(_("fired at"), db_default=Now())
+    fired_by = models.CharField(_("fired by worker"), max_length=64, blank=True, default="")
+
+    class Meta:
+        verbose_name = _("schedule tick")
+        verbose_name_plural = _("schedule ticks")
+        ordering = ["-due_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["schedule", "due_at"], name="dbjobs_tick_one_per_due_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schedule_id} @ {self.due_at.isoformat()}"
+
+
+def _schedules_changed(sender, instance, using, **kwargs) -> None:
+    from .. import wakeup
+
+    transaction.on_commit(wakeup.schedules_changed, using=using)
+
+
+post_save.connect(_schedules_changed, sender=Schedule, dispatch_uid="dbjobs_schedule_saved")
+post_delete.connect(_schedules_changed, sender=Schedule, dispatch_uid="dbjobs_schedule_deleted")

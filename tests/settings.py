@@ -76,3 +76,5 @@ if os.environ.get("DBJOBS_TEST_SCHEDULES"):
     import json
 
     DBJOBS_SCHEDULES = json.loads(os.environ["DBJOBS_TEST_SCHEDULES"])
+if os.environ.get("DBJOBS_TEST_SCHEDULE_CHECK_INTERVAL"):
+    DBJOBS_SCHEDULE_CHECK_INTERVAL = float(os.environ["DBJOBS_TEST_SCHEDULE_CHECK_INTERVAL"])

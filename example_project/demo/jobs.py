@@ -28,3 +28,9 @@ def nap(seconds: float) -> float:
 
     time.sleep(seconds)
     return seconds
+
+
+@job(queue="reports")
+def nightly_summary(due_time: str | None = None) -> str:
+    """Run by the "nightly-summary" schedule (settings.DBJOBS_SCHEDULES) for each due time."""
+    return f"summary for the day before {due_time or current_job().scheduled_for.isoformat()}"

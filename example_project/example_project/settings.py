@@ -69,3 +69,13 @@ STATIC_URL = "static/"
 DBJOBS_QUEUES = ["default", "emails", "reports"]
 DBJOBS_RETRY_BACKOFF = env.float("DBJOBS_RETRY_BACKOFF", default=0.2)
 DBJOBS_POLL_INTERVAL = env.float("DBJOBS_POLL_INTERVAL", default=1.0)
+
+# Cron schedules: every run_jobs also schedules; `manage.py dbjobs_schedules` lists them.
+DBJOBS_SCHEDULES = {
+    "nightly-summary": {
+        "job": "demo.jobs.nightly_summary",
+        "cron": env("NIGHTLY_SUMMARY_CRON", default="30 2 * * *"),
+        "timezone": env("NIGHTLY_SUMMARY_TIMEZONE", default="Europe/Paris"),
+        "due_time_argument": "due_time",
+    },
+}

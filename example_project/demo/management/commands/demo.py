@@ -31,6 +31,8 @@ class Command(BaseCommand):
             time.sleep(max(0.0, min((upcoming.run_at - timezone.now()).total_seconds(), 5)))
 
         self.report()
+        self.stdout.write("Schedules (DBJOBS_SCHEDULES; every run_jobs also fires them):")
+        call_command("dbjobs_schedules")
 
     def report(self):
         rows = Job.objects.order_by("enqueued_at", "id")

@@ -13,6 +13,7 @@ Due times are found in the schedule's wall-clock time and then placed on the UTC
 from __future__ import annotations
 
 import datetime
+import re
 import zoneinfo
 from collections import deque
 from dataclasses import dataclass, field
@@ -23,13 +24,12 @@ from .exceptions import InvalidSchedule
 
 UTC = datetime.timezone.utc
 ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-#: The most missed due times the "all" policy runs after downtime (the latest ones).
-MAX_CATCH_UP = 100
-#: A due time at most this many seconds old is late, not missed: it always runs.
-ON_TIME = datetime.timedelta(seconds=5)
 # Steps a search may take before giving up on an expression that (almost) never matches.
 _SEARCH_LIMIT = 100_000
 _SECOND = datetime.timedelta(seconds=1)
+# croniter's R draws a random value each time an expression is read: every worker, and
+# every due time, would pick another. Matches R on its own, not the r of "mar" or "apr".
+_RANDOM = re.compile(r"(?<![a-z])r(?![a-z])", re.IGNORECASE)
 
 
 def zone(name: str) -> zoneinfo.ZoneInfo:
@@ -70,6 +70,11 @@ class Cron:
             )
         else:
             hour = fields[-4]
+            if any(_RANDOM.search(part) for part in fields):
+                raise InvalidSchedule(
+                    f"The cron expression {expression!r} uses R (a random value), which each worker "
+                    "would draw differently; write the value."
+                )
         object.__setattr__(self, "_tz", zone(self.timezone))
         object.__setattr__(self, "_seconds", len(fields) == 6)
         object.__setattr__(self, "_every_hour", hour in ("*", "*/1"))
@@ -162,73 +167,55 @@ class Cron:
 
     def due_times(
         self, first: datetime.datetime, until: datetime.datetime, most: int
-    ) -> tuple[list[datetime.datetime], bool]:
-        """Due times from `first` (a due time) to `until`: the latest `most`, and whether any were left out.
+    ) -> tuple[list[datetime.datetime], int, bool]:
+        """Due times from `first` (a due time) to `until`: the latest `most`, how many earlier, and if exact.
 
-        Bounded however long the span: past a few thousand steps it starts again
-        closer to `until`, so a year of a per-second schedule costs milliseconds.
+        Bounded however long the span: after `most` steps forward it jumps back from
+        `until` instead, so a year of a per-second schedule costs milliseconds; the
+        count of earlier ones is then a lower bound.
         """
-        if first > until:
-            return [], False
-        times: deque[datetime.datetime] = deque(maxlen=most)
-        at, steps = first, 0
+        times: list[datetime.datetime] = []
+        at = first
         while at <= until:
+            if len(times) == most:
+                start = self._back_from(until, most)
+                jumped = start > at  # else the span was short after all: count on from `at`
+                window: deque[datetime.datetime] = deque([] if jumped else times, maxlen=most)
+                total = len(window)
+                start = start if jumped else at
+                while start <= until:
+                    window.append(start)
+                    total += 1
+                    start = self.next_after(start)
+                # Jumped: the `most` due times walked first are earlier, and maybe more.
+                return list(window), total - len(window) + (most if jumped else 0), not jumped
             times.append(at)
-            steps += 1
-            if steps > max(4 * most, 1000):
-                return self._latest_before(until, at - first, steps, most), True
             at = self.next_after(at)
-        return list(times), steps > most
+        return times, 0, True
 
-    def _latest_before(
-        self, until: datetime.datetime, span: datetime.timedelta, steps: int, most: int
-    ) -> list[datetime.datetime]:
-        """The latest `most` due times up to `until`, searching back from it."""
-        back = span / steps * most * 2
-        while True:
-            times: deque[datetime.datetime] = deque(maxlen=most)
-            at = self.next_after(until - back)
-            while at <= until:
-                times.append(at)
-                at = self.next_after(at)
-            if len(times) >= most or back > datetime.timedelta(days=366 * 50):
-                return list(times)
-            back *= 4
+    def _back_from(self, until: datetime.datetime, count: int) -> datetime.datetime:
+        """An instant at or before the `count`-th latest due time up to `until`.
 
-
-@dataclass(frozen=True)
-class Plan:
-    """What a scheduler does for one schedule now: the due times to run, and the next due time."""
-
-    run: list[datetime.datetime]
-    next_due: datetime.datetime
-    missed: int  # due times passed and not run (a lower bound when `more_missed`)
-    more_missed: bool = False
-
-
-def plan(
-    cron: Cron,
-    next_due: datetime.datetime,
-    now: datetime.datetime,
-    policy: str,
-    window: datetime.timedelta,
-) -> Plan:
-    """Decide which due times from `next_due` up to `now` to run, under a missed-run policy.
-
-    Due times at most ON_TIME old always run, each once. Older ones were missed (no
-    scheduler ran then): "latest" runs the latest of them if none ran on time and it is
-    younger than `window`; "skip" runs none; "all" runs each, the latest MAX_CATCH_UP at most.
-    """
-    times, left_out = cron.due_times(next_due, now, MAX_CATCH_UP)
-    if not times:
-        return Plan([], next_due, 0)
-    on_time = [at for at in times if now - at <= ON_TIME]
-    missed = times[: len(times) - len(on_time)]
-    if policy == "all":
-        run = times
-    elif policy == "latest" and missed and not on_time and now - missed[-1] <= window:
-        run = [missed[-1]]
-    else:
-        run = on_time
-    skipped = len(times) - len(run)
-    return Plan(run, cron.next_after(times[-1]), skipped, more_missed=left_out)
+        Walks back `count` matching wall times with croniter, then back by the largest
+        UTC offset change in between, since near a transition wall order and real order
+        can differ by that much.
+        """
+        local = until.astimezone(self._tz)
+        walls = croniter(
+            self.expression,
+            local.replace(tzinfo=None) + _SECOND,
+            ret_type=datetime.datetime,
+            is_prev=True,
+            second_at_beginning=self._seconds,
+            max_years_between_matches=50,
+        )
+        counted = 0
+        while counted < count:
+            wall = walls.get_prev(datetime.datetime)
+            earliest = min(
+                wall.replace(tzinfo=self._tz, fold=0).astimezone(UTC),
+                wall.replace(tzinfo=self._tz, fold=1).astimezone(UTC),
+            )
+            counted += earliest <= until
+        shift = abs(local.utcoffset() - earliest.astimezone(self._tz).utcoffset())
+        return self.next_after(earliest - shift - _SECOND)

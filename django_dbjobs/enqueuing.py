@@ -20,7 +20,7 @@ from .conf import settings
 from .exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from .models import Job
 from .registry import JobFunction
-from .signals import job_enqueued, send
+from .signals import job_enqueued
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -112,18 +112,22 @@ def enqueue(
     return store(rows.build(fields, using), fields, using)[0]
 
 
-def store(instance: Job, fields: dict[str, Any], using: str, robust: bool = False) -> tuple[Job, bool]:
+def store(instance: Job, fields: dict[str, Any], using: str, quiet: bool = False) -> tuple[Job, bool]:
     """Insert a job built by rows.build() from `fields`; return it (or its key's holder) and if it is new.
 
-    With `robust` (the scheduler), a job_enqueued receiver that raises is logged, not raised.
+    With `quiet` (the scheduler) no receiver runs inside the transaction: no save
+    signals, and job_enqueued is left to the caller to send after the commit.
     """
     if instance.unique_key is not None:
         instance, created = _insert_unique(instance, using)
         if not created:
             return instance, False
     else:
-        inserts.insert([instance], using, signals=True, given=frozenset(fields))
-    _enqueued([instance], using, robust)
+        inserts.insert([instance], using, signals=not quiet, given=frozenset(fields))
+    if quiet:
+        transaction.on_commit(wakeup.notify, using=using)
+    else:
+        _enqueued([instance], using)
     return instance, True
 
 
@@ -221,12 +225,9 @@ def enqueue_many(
     return jobs
 
 
-def _enqueued(jobs: list[Job], using: str, robust: bool = False) -> None:
+def _enqueued(jobs: list[Job], using: str) -> None:
     for instance in jobs:
-        if robust:
-            send(job_enqueued, job=instance)
-        else:
-            job_enqueued.send(sender=Job, job=instance)
+        job_enqueued.send(sender=Job, job=instance)
         logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
     transaction.on_commit(wakeup.notify, using=using)
 

@@ -1,4 +1,4 @@
-"""What `manage.py dbjobs_schedules` (and the admin) show of each schedule: next and last run."""
+"""What `manage.py dbjobs_schedules` shows of each schedule: next and last run, state, last error."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from .exceptions import InvalidSchedule
 def state(schedule) -> str:
     if schedule.removed_at is not None:
         return "removed from settings"
-    return "enabled" if schedule.enabled else "disabled"
+    if not schedule.enabled:
+        return "disabled"
+    return "enabled, cannot fire (see last_error)" if schedule.last_error else "enabled"
 
 
 def schedule_rows(schedules, jobs) -> list[dict[str, Any]]:
@@ -42,6 +44,8 @@ def schedule_rows(schedules, jobs) -> list[dict[str, Any]]:
                     {"id": schedule.last_job_id, "status": last_status} if schedule.last_job_id else None
                 ),
                 "last_error": schedule.last_error,
+                "last_manual_job_id": schedule.last_manual_job_id,
+                "last_manual_at": _iso(schedule.last_manual_at),
                 "display": {
                     "name": schedule.name,
                     "cron": schedule.cron,

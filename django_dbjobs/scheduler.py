@@ -1,17 +1,11 @@
-"""The scheduler: every worker fires due schedules, and each due time makes exactly one job.
+"""The scheduler: every worker fires due schedules (firing.py makes each due time one job).
 
-Exactly once, by construction: firing a schedule is one transaction that first moves
-the schedule's ``next_due_at`` on, fenced on the value this scheduler read (a
-compare-and-set), then records one ScheduleTick per due time run, then inserts the
-jobs. A racing scheduler waits on the row lock (PostgreSQL, MySQL/MariaDB) or the
-write lock (SQLite, BEGIN IMMEDIATE), then matches no row and writes nothing. The
-ticks' unique constraint on (schedule, due time) refuses a second job for a due time
-even if the fence were ever bypassed. A scheduler killed mid-transaction commits
-nothing, so the due time is still due for the next one.
-
-Idle cost: one indexed query per DBJOBS_SCHEDULE_CHECK_INTERVAL, or at the next due
-time if sooner; a schedule saved in this process (or, on PostgreSQL, in any process)
-wakes the scheduler at once.
+Called from the worker's loop like the sweep: fire_if_due() does nothing until the
+next check is due. A check is one indexed query for the schedules due within
+DBJOBS_SCHEDULE_CHECK_INTERVAL; the next check is at the soonest next due time, or
+after that interval. A schedule saved in this process (or, on PostgreSQL, in any
+process) makes the next call check at once. One schedule that cannot fire is logged,
+recorded on its row and set aside for an interval; it never stops the others.
 """
 
 from __future__ import annotations
@@ -19,18 +13,16 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from typing import Any
 
-from django.db import DatabaseError, IntegrityError, InterfaceError, transaction
+from django.db import DatabaseError, InterfaceError
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from . import cron, db, enqueuing, rows, schedules, wakeup
+from . import db, firing, schedules, wakeup
 from .conf import settings
-from .exceptions import InvalidJob, InvalidSchedule, UnknownJob
-from .models import Job, Schedule, ScheduleTick
+from .exceptions import UnknownJob
+from .models import Schedule, ScheduleTick
 from .outage import close_broken_connections
-from .signals import schedule_fired, send
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -40,8 +32,9 @@ BATCH = 100
 #: next_due_at already keeps a due time from firing twice once it has passed.
 TICK_RETENTION = datetime.timedelta(days=7)
 PRUNE_INTERVAL = 3600.0
-#: Pause after a database error before the next check.
-ERROR_PAUSE = 1.0
+#: Pause after a database error before the next check, doubling up to MAX_PAUSE.
+FIRST_PAUSE = 1.0
+MAX_PAUSE = 30.0
 
 
 class Scheduler:
@@ -51,9 +44,11 @@ class Scheduler:
         self.worker_id = worker_id
         self.using = using
         self._next_check = 0.0
+        self._pause = FIRST_PAUSE
         self._generation = wakeup.schedule_generation()
         self._next_prune = time.monotonic() + 60.0
-        self._unknown_until: dict[int, float] = {}  # schedules whose job this process lacks
+        self._set_aside: dict[int, float] = {}  # schedule id -> monotonic time it may be tried again
+        self._reported: set[tuple[int, str]] = set()
 
     def sync_settings(self) -> None:
         schedules.sync_settings(self.using)
@@ -71,13 +66,14 @@ class Scheduler:
         now = time.monotonic()
         try:
             self._next_check = now + self.fire_due()
+            self._pause = FIRST_PAUSE
         except (DatabaseError, InterfaceError) as exc:
-            logger.warning("Database error while firing schedules: %s", exc)
+            logger.warning("Database error while firing schedules, next try in %.0fs: %s", self._pause, exc)
             close_broken_connections()
-            self._next_check = now + ERROR_PAUSE
+            self._next_check, self._pause = now + self._pause, min(self._pause * 2, MAX_PAUSE)
         except Exception:  # noqa: BLE001 - the scheduler must never stop the worker
             logger.exception("Unexpected error while firing schedules")
-            self._next_check = now + ERROR_PAUSE
+            self._next_check = now + FIRST_PAUSE
         if now >= self._next_prune:
             self._next_prune = now + PRUNE_INTERVAL
             self._prune_ticks()
@@ -86,139 +82,66 @@ class Scheduler:
         """Fire every schedule due by the database clock; return seconds until the next check."""
         interval = float(settings.SCHEDULE_CHECK_INTERVAL)
         wait = interval
-        rows_read = list(
-            Schedule.objects.using(self.using).due_within(interval).annotate(db_now=Now())[:BATCH]
-        )
-        for schedule in rows_read:
+        now = time.monotonic()
+        self._set_aside = {pk: until for pk, until in self._set_aside.items() if until > now}
+        query = Schedule.objects.using(self.using).due_within(interval).exclude(pk__in=list(self._set_aside))
+        read = list(query.annotate(db_now=Now())[:BATCH])
+        for schedule in read:
+            if schedule.next_due_at is None:
+                self._give_next_due(schedule)
+                wait = 0.0
+                continue
             if schedule.next_due_at > schedule.db_now:
                 wait = min(wait, (schedule.next_due_at - schedule.db_now).total_seconds())
                 break
-            if self._unknown_until.get(schedule.pk, 0) > time.monotonic():
-                continue
-            try:
-                next_due = self.fire(schedule, schedule.db_now)
-            except (DatabaseError, InterfaceError) as exc:
-                if db.error_kind(exc, self.using) is db.ErrorKind.OUTAGE:
-                    raise
-                self._broken(schedule, exc)  # a value the database refuses: this schedule alone
-                continue
+            next_due = self._fire(schedule)
             if next_due is not None:
                 wait = min(wait, (next_due - schedule.db_now).total_seconds())
-        if len(rows_read) == BATCH:
-            wait = 0.0
+        else:
+            if len(read) == BATCH:  # every schedule read was due: more may be waiting
+                wait = 0.0
         return max(wait, 0.0)
 
-    def fire(self, schedule: Schedule, now: datetime.datetime) -> datetime.datetime | None:
-        """Fire `schedule`'s due times up to `now` (database clock); return its next due time.
-
-        Returns None when this scheduler wrote nothing (another fired it first, or it is
-        broken and was logged).
-        """
+    def _fire(self, schedule: Schedule) -> datetime.datetime | None:
+        """Fire one due schedule; return its next due time, or None if it was set aside."""
         try:
-            plan = cron.plan(
-                schedule.cron_schedule(),
-                schedule.next_due_at,
-                now,
-                schedule.missed_runs,
-                datetime.timedelta(seconds=schedule.catch_up_window),
-            )
-        except InvalidSchedule as exc:
-            self._broken(schedule, exc)
-            return None
-        try:
-            jobs = [build_job(schedule, due, self.using) for due in plan.run]
+            fired = firing.fire(schedule, schedule.db_now, self.worker_id, self.using)
         except UnknownJob as exc:
-            # A rolling deploy: this worker does not know the job yet (or any more);
+            # A rolling deploy: this worker does not know the job (yet, or any more);
             # leave the due time to a worker that does.
-            self._unknown_until[schedule.pk] = time.monotonic() + float(settings.SCHEDULE_CHECK_INTERVAL)
-            logger.warning("Schedule left to another worker name=%s: %s", schedule.name, exc)
+            self._set_aside_for(schedule, f"No worker here knows its job: {exc}", level=logging.WARNING)
             return None
-        except InvalidJob as exc:
-            self._broken(schedule, exc)
+        except (DatabaseError, InterfaceError) as exc:
+            if db.error_kind(exc, self.using) is db.ErrorKind.OUTAGE:
+                raise
+            self._set_aside_for(schedule, f"The database refused its job: {exc}")
             return None
-        skip: set[datetime.datetime] = set()
-        for _ in range(2):
-            try:
-                fired = self._commit(schedule, plan, jobs, skip)
-                break
-            except IntegrityError:
-                # A tick already exists for one of these due times: never run it again.
-                ticks = ScheduleTick.objects.using(self.using).filter(schedule=schedule, due_at__in=plan.run)
-                skip = set(ticks.values_list("due_at", flat=True))
-        else:
+        except Exception as exc:  # noqa: BLE001 - invalid arguments, a broken row: this schedule alone
+            self._set_aside_for(schedule, f"{type(exc).__name__}: {exc}")
             return None
-        if fired is None:
-            return None
-        if plan.missed:
-            logger.warning(
-                "Schedule missed due times name=%s missed=%s%s policy=%s ran=%s",
-                schedule.name,
-                plan.missed,
-                "+" if plan.more_missed else "",
-                schedule.missed_runs,
-                len(plan.run),
-            )
-        for job, due in fired:
-            logger.info("Schedule fired name=%s due=%s job=%s", schedule.name, due.isoformat(), job.pk)
-        if fired:
-            send(
-                schedule_fired,
-                sender=Schedule,
-                schedule=schedule,
-                jobs=[job for job, _ in fired],
-                due_times=[due for _, due in fired],
-                manual=False,
-            )
-        return plan.next_due
+        if self._reported:  # fired: report its next problem again
+            self._reported = {reported for reported in self._reported if reported[0] != schedule.pk}
+        # Won or lost, the schedule is next due then (a lost race: the winner moved it there).
+        return fired.next_due
 
-    def _commit(self, schedule, plan: cron.Plan, jobs, skip) -> list[tuple[Job, datetime.datetime]] | None:
-        """The firing transaction; return the (job, due time) pairs written, None if another fired first."""
-        run = [(due, built) for due, built in zip(plan.run, jobs, strict=True) if due not in skip]
-        with transaction.atomic(using=self.using):
-            changes: dict[str, Any] = {"next_due_at": plan.next_due, "last_error": ""}
-            if run:
-                changes.update(last_due_at=run[-1][0], last_job_id=run[-1][1][0].pk, last_fired_at=Now())
-            won = (
-                Schedule.objects.using(self.using)
-                .active()
-                .filter(pk=schedule.pk, next_due_at=schedule.next_due_at)
-                .update(**changes)
-            )
-            if not won:
-                return None
-            ScheduleTick.objects.using(self.using).bulk_create(
-                [
-                    ScheduleTick(schedule_id=schedule.pk, due_at=due, job_id=job.pk, fired_by=self.worker_id)
-                    for due, (job, _) in run
-                ]
-            )
-            fired = []
-            for due, (job, fields) in run:
-                stored, created = enqueuing.store(job, fields, self.using, robust=True)
-                if created:
-                    fired.append((stored, due))
-                else:
-                    self._overlapped(schedule, due, stored)
-            if run and len(fired) < len(run):
-                last = fired[-1][0].pk if fired else stored.pk
-                Schedule.objects.using(self.using).filter(pk=schedule.pk).update(last_job_id=last)
-        return fired
-
-    def _overlapped(self, schedule: Schedule, due: datetime.datetime, holder: Job) -> None:
-        ScheduleTick.objects.using(self.using).filter(schedule_id=schedule.pk, due_at=due).update(job_id=None)
-        logger.info(
-            "Schedule skipped a due time: its previous job is still active name=%s due=%s job=%s status=%s",
-            schedule.name,
-            due.isoformat(),
-            holder.pk,
-            holder.status,
+    def _give_next_due(self, schedule: Schedule) -> None:
+        """Give a schedule written around save() (no next due time) one, fenced on it having none."""
+        try:
+            next_due = schedule.cron_schedule().next_after(schedule.db_now)
+        except Exception as exc:  # noqa: BLE001
+            self._set_aside_for(schedule, f"{type(exc).__name__}: {exc}")
+            return
+        Schedule.objects.using(self.using).active().filter(pk=schedule.pk, next_due_at=None).update(
+            next_due_at=next_due
         )
 
-    def _broken(self, schedule: Schedule, exc: Exception) -> None:
-        """A schedule that cannot fire (changed behind validation's back): log it, record why, retry later."""
-        logger.error("Schedule cannot fire name=%s: %s", schedule.name, exc)
-        self._unknown_until[schedule.pk] = time.monotonic() + float(settings.SCHEDULE_CHECK_INTERVAL)
-        Schedule.objects.using(self.using).filter(pk=schedule.pk).update(last_error=str(exc)[:2000])
+    def _set_aside_for(self, schedule: Schedule, problem: str, level: int = logging.ERROR) -> None:
+        """Log (once per problem), record on the row, and skip this schedule for an interval."""
+        self._set_aside[schedule.pk] = time.monotonic() + float(settings.SCHEDULE_CHECK_INTERVAL)
+        if (schedule.pk, problem) not in self._reported:
+            self._reported.add((schedule.pk, problem))
+            logger.log(level, "Schedule cannot fire name=%s: %s", schedule.name, problem)
+        Schedule.objects.using(self.using).filter(pk=schedule.pk).update(last_error=problem[:2000])
 
     def _prune_ticks(self) -> None:
         cutoff = timezone.now() - TICK_RETENTION
@@ -228,42 +151,3 @@ class Scheduler:
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("Database error while deleting old schedule ticks: %s", exc)
             close_broken_connections()
-
-
-def build_job(schedule: Schedule, due: datetime.datetime | None, using: str) -> tuple[Job, dict[str, Any]]:
-    """The unsaved job for one run of `schedule`, validated; and its field values."""
-    kwargs = dict(schedule.kwargs)
-    if schedule.due_time_argument:
-        kwargs[schedule.due_time_argument] = due.astimezone(datetime.timezone.utc).isoformat()
-    fields, using = enqueuing.job_fields(
-        schedule.job,
-        tuple(schedule.args),
-        kwargs,
-        schedule.queue,
-        schedule.priority,
-        None,
-        None,
-        schedule.max_attempts,
-        f"dbjobs-schedule:{schedule.name}" if schedule.no_overlap else None,
-        using,
-    )
-    fields["scheduled_for"] = due
-    return rows.build(fields, using), fields
-
-
-def run_now(schedule: Schedule, using: str | None = None) -> tuple[Job, bool]:
-    """Enqueue `schedule`'s job now, outside its due times; return it, and whether it is new.
-
-    With no_overlap and a previous run still active, that job is returned instead.
-
-    Not a tick: the schedule's next due time stays as it is. The job's due time (and
-    its due-time argument) is the moment of the request.
-    """
-    using = using or schedule._state.db or "default"
-    job, fields = build_job(schedule, timezone.now(), using)
-    with transaction.atomic(using=using):
-        stored, created = enqueuing.store(job, fields, using, robust=True)
-    if created:
-        logger.info("Schedule run now name=%s job=%s", schedule.name, stored.pk)
-        send(schedule_fired, sender=Schedule, schedule=schedule, jobs=[stored], due_times=[], manual=True)
-    return stored, created

@@ -51,37 +51,40 @@ def definition_errors(definition: dict[str, Any]) -> dict[str, str]:
             errors[field] = str(exc)
             return None
 
-    check("timezone", lambda: Cron("* * * * *", definition.get("timezone") or "UTC"))
+    zone_name, cron_text = definition.get("timezone") or "UTC", definition.get("cron")
+    check("timezone", lambda: _short_text(zone_name, "timezone", 64) and Cron("* * * * *", zone_name))
     if "timezone" not in errors:
-        check("cron", lambda: Cron(definition.get("cron"), definition.get("timezone") or "UTC"))
+        check(
+            "cron",
+            lambda: _short_text(cron_text, "cron", 120) and Cron(cron_text, zone_name),
+        )
     job = check("job", lambda: _registered(definition.get("job")))
-    reject_nul = True  # the strictest database's rule: a definition may move between databases
-    payload = check(
-        "args",
-        lambda: validation.payload(
-            _list(definition.get("args", [])), definition.get("kwargs", {}), reject_nul
-        ),
-    )
     due_argument = definition.get("due_time_argument") or ""
+    kwargs = definition.get("kwargs", {})
     if not isinstance(due_argument, str) or (due_argument and not due_argument.isidentifier()):
         errors["due_time_argument"] = f"due_time_argument must be an argument name, not {due_argument!r}."
-    elif job is not None and payload is not None:
-        args, kwargs = payload
-        if due_argument:
-            if due_argument in kwargs:
-                errors["due_time_argument"] = f"{due_argument!r} is also given in kwargs."
-            kwargs = {**kwargs, due_argument: "2000-01-01T00:00:00+00:00"}
-        check("args", lambda: job.check_arguments(args, kwargs))
-    check("queue", lambda: validation.queue(definition.get("queue", settings.DEFAULT_QUEUE)))
-    check("priority", lambda: validation.priority(definition.get("priority", 0)))
+    elif len(due_argument) > 100:
+        errors["due_time_argument"] = "due_time_argument must be at most 100 characters."
+    elif due_argument and isinstance(kwargs, dict):
+        if due_argument in kwargs:
+            errors["due_time_argument"] = f"{due_argument!r} is also given in kwargs."
+        kwargs = {**kwargs, due_argument: "2000-01-01T00:00:00.000000+00:00"}  # as long as a real one
+    reject_nul = True  # the strictest database's rule: a definition may move between databases
+    payload = check("args", lambda: validation.payload(_list(definition.get("args", [])), kwargs, reject_nul))
+    if job is not None and payload is not None:
+        check("args", lambda: job.check_arguments(*payload))
+    if definition.get("queue") is not None:
+        check("queue", lambda: validation.queue(definition["queue"]))
+    if definition.get("priority") is not None:
+        check("priority", lambda: validation.priority(definition["priority"]))
     if definition.get("max_attempts") is not None:
-        check("max_attempts", lambda: validation.max_attempts(definition["max_attempts"]))
+        check("max_attempts", lambda: validation.max_attempts(_below_2_31(definition["max_attempts"])))
     if definition.get("missed_runs", MissedRuns.LATEST) not in MissedRuns.values:
         errors["missed_runs"] = (
             f"missed_runs must be one of {', '.join(MissedRuns.values)}, not {definition['missed_runs']!r}."
         )
     window = definition.get("catch_up_window", DEFAULT_CATCH_UP_WINDOW)
-    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+    if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window < 2**31:
         errors["catch_up_window"] = (
             f"catch_up_window must be a whole number of seconds, 0 or more, not {window!r}."
         )
@@ -91,9 +94,22 @@ def definition_errors(definition: dict[str, Any]) -> dict[str, str]:
     return errors
 
 
+def _short_text(value: Any, name: str, limit: int) -> bool:
+    if isinstance(value, str) and len(value) > limit:
+        raise InvalidSchedule(f"{name} must be at most {limit} characters.")
+    return True
+
+
+def _below_2_31(value: Any) -> Any:
+    if isinstance(value, int) and value >= 2**31:
+        raise InvalidJob(f"max_attempts must be below 2**31, not {value}.")
+    return value
+
+
 def _registered(name: Any):
     if not isinstance(name, str) or not name:
         raise InvalidJob(f"job must be the dotted name of a registered job, not {name!r}.")
+    _short_text(name, "job", 255)
     registry.autodiscover()
     return registry.get(name)
 
@@ -148,8 +164,8 @@ def settings_definitions() -> dict[str, dict[str, Any]]:
             "timezone": definition.get("timezone") or default_timezone(),
             "args": args,
             "kwargs": kwargs,
-            "queue": definition.get("queue", settings.DEFAULT_QUEUE),
-            "priority": definition.get("priority", 0),
+            "queue": definition.get("queue"),
+            "priority": definition.get("priority"),
             "max_attempts": definition.get("max_attempts"),
             "missed_runs": definition.get("missed_runs", MissedRuns.LATEST),
             "catch_up_window": definition.get("catch_up_window", DEFAULT_CATCH_UP_WINDOW),

@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from django_dbjobs.cron import MAX_CATCH_UP, Cron, plan
+from django_dbjobs.cron import Cron
 from django_dbjobs.exceptions import InvalidSchedule
+from django_dbjobs.missed_runs import MAX_CATCH_UP, plan
 
 UTC = datetime.timezone.utc
 WINDOW = datetime.timedelta(minutes=10)
@@ -137,6 +138,8 @@ def test_a_per_second_schedule_across_a_transition_never_repeats_or_stalls():
         ("@fortnightly", "UTC", "Unknown cron alias"),
         ("0 0 31 2 *", "UTC", "'0 0 31 2 *'"),  # 31 February never comes
         ("H * * * *", "UTC", "Invalid cron expression"),
+        ("R 3 * * *", "UTC", "uses R"),
+        ("0 R * * *", "UTC", "uses R"),
         ("* * * * *", "Europe/Pari", "Unknown timezone 'Europe/Pari'"),
         ("* * * * *", "", "IANA name"),
         ("* * * * *", "../etc/passwd", "Unknown timezone"),
@@ -207,3 +210,49 @@ def test_a_year_of_downtime_is_capped_and_computed_quickly():
     latest = plan(cron, at("2025-05-01T00:00"), NOW, "latest", WINDOW)
     assert [r.isoformat() for r in latest.run][-1] == "2026-05-01T12:00:00+00:00"
     assert len(latest.run) <= 6  # the due times of the last 5 seconds, none older
+
+
+def test_months_and_days_named_with_an_r_are_not_taken_for_random_values():
+    assert Cron("0 3 * mar,apr *").next_after(at("2026-01-01T00:00")) == at("2026-03-01T03:00")
+
+
+@pytest.mark.parametrize(
+    "expression, zone, first, until",
+    [
+        ("* * * * *", "UTC", "2026-05-01T10:01", "2026-05-01T12:00:30"),  # 120: more than MAX_CATCH_UP
+        ("*/7 * * * *", "Europe/Paris", "2026-10-24T22:00", "2026-10-25T04:00"),  # across fall-back
+        ("30 * * * *", "Europe/Paris", "2026-10-22T00:00", "2026-10-27T00:00"),
+        ("*/5 * * * *", "America/New_York", "2026-03-07T20:00", "2026-03-08T12:00"),  # across spring-forward
+        ("*/20 * * * *", "Australia/Lord_Howe", "2026-04-04T10:00", "2026-04-05T10:00"),  # a 30-minute shift
+        ("* * * * * *", "Europe/Paris", "2026-10-25T00:55", "2026-10-25T01:05"),
+    ],
+)
+def test_the_latest_due_times_match_walking_every_one(expression, zone, first, until):
+    cron = Cron(expression, zone)
+    start = cron.next_after(at(first))
+    every = []
+    due = start
+    while due <= at(until):
+        every.append(due)
+        due = cron.next_after(due)
+    times, earlier, exact = cron.due_times(start, at(until), MAX_CATCH_UP)
+    assert times == every[-MAX_CATCH_UP:]
+    assert earlier == max(len(every) - MAX_CATCH_UP, 0) and exact
+
+
+@pytest.mark.parametrize(
+    "expression, first, now",
+    [
+        ("* * 9-17 * * mon-fri", "2026-05-01T12:00", "2026-05-04T08:00"),  # a weekend of office hours
+        ("* * * * jan *", "2026-01-01T00:00", "2026-12-01T00:00"),  # eleven months without a due time
+        ("* * * * * *", "2020-01-01T00:00", "2026-05-01T12:00"),  # six years of seconds
+    ],
+)
+def test_plans_after_long_downtime_stay_fast(expression, first, now):
+    cron = Cron(expression)
+    for policy in ("latest", "skip", "all"):
+        started = time.perf_counter()
+        result = plan(cron, cron.next_after(at(first)), at(now), policy, WINDOW)
+        assert time.perf_counter() - started < 1.0, policy
+        assert result.next_due > at(now) and len(result.run) <= MAX_CATCH_UP
+        assert result.missed >= MAX_CATCH_UP and result.more_missed

@@ -3,10 +3,12 @@
 import datetime
 import json
 import signal
+import threading
 import time
 
 import pytest
-from django.db import connection
+from django.db import connection, connections, transaction
+from django.utils import timezone
 
 from django_dbjobs.models import Job, Schedule, ScheduleTick
 from tests.conftest import wait_for
@@ -86,3 +88,64 @@ def test_a_schedule_saved_in_another_process_wakes_the_scheduler_at_once_on_post
     Schedule.objects.create(name="every-second", cron="* * * * * *", job="tests.jobs.tick")
     assert wait_for(lambda: Job.objects.exists(), 5), "the scheduler did not wake for the new schedule"
     stop([worker])
+
+
+def blocked_on_a_tick() -> bool:
+    """True once another session waits for a row lock inside its firing transaction.
+
+    PostgreSQL: at the tick's INSERT, after the schedule's UPDATE. MariaDB: at the
+    UPDATE, its first statement, since the held tick's foreign key check share-locks
+    the schedule row.
+    """
+    sql = {
+        "postgresql": "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND query ILIKE '%%scheduletick%%'",
+        "mysql": "SELECT count(*) FROM information_schema.processlist WHERE command = 'Query' "
+        "AND info LIKE 'UPDATE `django_dbjobs_schedule`%%' AND time >= 1",
+    }[connection.vendor]
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.skipif(
+    connection.vendor == "sqlite", reason="SQLite's one write lock would stop the scheduler before its BEGIN"
+)
+def test_a_scheduler_killed_inside_its_firing_transaction_loses_and_duplicates_nothing(run_jobs):
+    schedule = Schedule.objects.create(name="every-second", cron="* * * * * *", job="tests.jobs.tick")
+    due = schedule.cron_schedule().next_after(timezone.now() + datetime.timedelta(seconds=2))
+    Schedule.objects.filter(pk=schedule.pk).update(next_due_at=due)
+    # Another session holds that due time's tick, uncommitted: the scheduler that fires
+    # it moves the schedule on, then waits on the tick's unique key, mid-transaction.
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                ScheduleTick.objects.create(schedule_id=schedule.pk, due_at=due)
+                holding.set()
+                release.wait(60)
+                transaction.set_rollback(True)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        killed = run_jobs()
+        assert wait_for(blocked_on_a_tick, 30), killed.output()
+        killed.process.kill()  # SIGKILL, mid-transaction
+        killed.process.wait()
+    finally:
+        release.set()
+        holder.join(30)
+    # The server rolls the killed transaction back: the due time is still due.
+    assert wait_for(lambda: Schedule.objects.get().next_due_at == due, 30)
+    assert not Job.objects.exists()
+    second = run_jobs()
+    assert wait_for(lambda: Job.objects.filter(scheduled_for__gt=due).count() >= 2, 30), second.output()
+    stop([second])
+    due_times = sorted(Job.objects.values_list("scheduled_for", flat=True))
+    assert due_times[0] == due, "the due time of the killed firing ran"
+    assert due_times == [due + datetime.timedelta(seconds=s) for s in range(len(due_times))], due_times

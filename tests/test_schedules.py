@@ -3,6 +3,7 @@
 import datetime
 import json
 import threading
+import time
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -12,10 +13,11 @@ from django.db.models.functions import Now
 from django.test import override_settings
 from django.utils import timezone
 
-from django_dbjobs import checks, wakeup
+from django_dbjobs import checks, db, wakeup
 from django_dbjobs.exceptions import InvalidSchedule
+from django_dbjobs.firing import fire, run_now
 from django_dbjobs.models import DefinedIn, Job, Schedule, ScheduleTick
-from django_dbjobs.scheduler import Scheduler, run_now
+from django_dbjobs.scheduler import Scheduler
 from django_dbjobs.schedules import sync_settings
 from django_dbjobs.signals import schedule_fired
 from tests.conftest import wait_for
@@ -30,6 +32,22 @@ def make(name="report", **fields) -> Schedule:
     schedule.full_clean()
     schedule.save()
     return schedule
+
+
+def db_second() -> int:
+    """The seconds of the database clock's current minute."""
+    now = db.database_now()
+    return (datetime.datetime.fromisoformat(now) if isinstance(now, str) else now).second
+
+
+def clear_of_minute_edges() -> None:
+    """Wait until the database clock is 7 to 53 seconds into a minute.
+
+    Tests of per-minute schedules assume that no minute starts while they run, and that
+    the latest one started more than missed_runs.ON_TIME ago.
+    """
+    while not 7 <= db_second() <= 53:
+        time.sleep(0.5)
 
 
 def due_ago(schedule: Schedule, seconds: float = 0) -> datetime.datetime:
@@ -88,6 +106,7 @@ def test_save_without_full_clean_still_refuses_a_bad_cron_expression():
 
 
 def test_firing_a_due_schedule_enqueues_one_job_for_its_due_time():
+    clear_of_minute_edges()
     schedule = make(cron="* * * * *")
     due = due_ago(schedule)
     scheduler = Scheduler("tests:1")
@@ -112,7 +131,7 @@ def test_two_schedulers_racing_on_the_same_due_time_enqueue_one_job():
     def race(snapshot, now):
         try:
             barrier.wait(10)
-            Scheduler(f"tests:{threading.get_ident()}").fire(snapshot, now)
+            fire(snapshot, now, f"tests:{threading.get_ident()}", "default")
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:
@@ -138,6 +157,7 @@ def test_two_schedulers_racing_on_the_same_due_time_enqueue_one_job():
 
 
 def test_the_unique_tick_refuses_a_due_time_fired_twice_even_past_the_fence():
+    clear_of_minute_edges()
     schedule = make(cron="* * * * *")
     due = due_ago(schedule)
     Scheduler("tests:1").fire_due()
@@ -153,6 +173,7 @@ def test_the_unique_tick_refuses_a_due_time_fired_twice_even_past_the_fence():
 
 @pytest.mark.parametrize("policy", ["latest", "skip", "all"])
 def test_missed_runs_after_an_hour_of_downtime_follow_the_policy(policy):
+    clear_of_minute_edges()
     schedule = make(cron="* * * * *", missed_runs=policy)
     first = due_ago(schedule, 3600)
     Scheduler("tests:1").fire_due()
@@ -193,6 +214,7 @@ def test_no_overlap_skips_a_due_time_while_the_previous_job_is_active():
 
 
 def test_a_disabled_schedule_never_fires_and_enabling_it_does_not_catch_up():
+    clear_of_minute_edges()
     schedule = make(cron="* * * * *")
     due_ago(schedule, 3600)
     schedule.refresh_from_db()
@@ -209,6 +231,7 @@ def test_a_disabled_schedule_never_fires_and_enabling_it_does_not_catch_up():
 
 
 def test_editing_a_schedule_keeps_its_due_time_unless_its_timing_changed():
+    clear_of_minute_edges()
     schedule = make(cron="* * * * *")
     due = due_ago(schedule)
     edited = Schedule.objects.get(pk=schedule.pk)
@@ -222,6 +245,7 @@ def test_editing_a_schedule_keeps_its_due_time_unless_its_timing_changed():
 
 
 def test_the_job_gets_its_due_time_as_an_argument_and_from_current_job(run_jobs):
+    clear_of_minute_edges()
     schedule = make(cron="* * * * *", job="tests.jobs.scheduled", args=[], due_time_argument="due_time")
     due = due_ago(schedule)
     Scheduler("tests:1").fire_due()
@@ -233,6 +257,7 @@ def test_the_job_gets_its_due_time_as_an_argument_and_from_current_job(run_jobs)
 
 
 def test_schedule_fired_is_sent_after_commit_and_a_raising_receiver_changes_nothing():
+    clear_of_minute_edges()
     seen = []
 
     def receiver(sender, schedule, jobs, due_times, manual, **kwargs):
@@ -259,6 +284,7 @@ def test_run_now_enqueues_a_manual_run_without_moving_the_schedule():
     assert created and job.name == "tests.jobs.add" and job.scheduled_for is not None
     schedule.refresh_from_db()
     assert schedule.next_due_at == before and schedule.last_job_id is None
+    assert (schedule.last_manual_job_id, schedule.last_manual_at) == (job.pk, job.scheduled_for)
     assert not ScheduleTick.objects.exists()
 
 
@@ -382,3 +408,82 @@ def test_dbjobs_schedules_run_now_enqueues_one_job(capsys):
 
     with pytest.raises(CommandError, match="No schedule named 'nope'"):
         call_command("dbjobs_schedules", "--run-now", "nope")
+
+
+def test_a_schedule_without_queue_or_priority_uses_the_jobs_own():
+    clear_of_minute_edges()
+    schedule = make(cron="* * * * *", job="tests.jobs.send_email", args=["ada@example.com"])
+    assert (schedule.queue, schedule.priority) == (None, None)
+    due_ago(schedule)
+    Scheduler("tests:1").fire_due()
+    job = Job.objects.get()
+    assert (job.queue, job.priority, job.max_attempts) == ("emails", 5, 7)
+
+
+def test_raising_receivers_neither_block_nor_undo_a_firing():
+    from django.db.models.signals import post_save, pre_save
+
+    from django_dbjobs.signals import job_enqueued
+
+    calls = []
+
+    def raising(sender, **kwargs):
+        calls.append(connection.in_atomic_block)
+        raise RuntimeError("receiver bug")
+
+    for signal in (pre_save, post_save, job_enqueued):
+        signal.connect(raising, sender=Job)
+    try:
+        clear_of_minute_edges()
+        schedule = make(cron="* * * * *")
+        due = due_ago(schedule)
+        Scheduler("tests:1").fire_due()
+    finally:
+        for signal in (pre_save, post_save, job_enqueued):
+            signal.disconnect(raising, sender=Job)
+    assert Job.objects.get().scheduled_for == due
+    assert ScheduleTick.objects.get().due_at == due
+    assert Schedule.objects.get().next_due_at > due
+    assert calls == [False], "job_enqueued only, after the commit; no save signals inside the firing"
+
+
+def test_one_broken_schedule_never_stops_the_others():
+    clear_of_minute_edges()
+    broken, fine = make("a-broken", cron="* * * * *"), make("b-fine", cron="* * * * *")
+    Schedule.objects.filter(pk=broken.pk).update(args=5)  # written behind validation's back
+    broken_due, fine_due = due_ago(broken), due_ago(fine)
+    scheduler = Scheduler("tests:1")
+    scheduler.fire_due()
+    assert list(Job.objects.values_list("scheduled_for", flat=True)) == [fine_due]
+    broken.refresh_from_db()
+    assert broken.next_due_at == broken_due and "TypeError" in broken.last_error
+    assert scheduler.fire_due() > 0, "the broken schedule is set aside, not retried in a loop"
+    Schedule.objects.filter(pk=broken.pk).update(args=[1, 2])  # repaired
+    Scheduler("tests:2").fire_due()
+    broken.refresh_from_db()
+    assert Job.objects.filter(scheduled_for=broken_due, args=[1, 2]).exists() and broken.last_error == ""
+
+
+def test_a_schedule_written_around_save_gets_a_next_due_time_and_fires():
+    Schedule.objects.bulk_create([Schedule(name="bulk", cron="* * * * * *", job="tests.jobs.tick")])
+    assert Schedule.objects.get().next_due_at is None
+    scheduler = Scheduler("tests:1")
+    scheduler.fire_due()
+    schedule = Schedule.objects.get()
+    assert schedule.next_due_at is not None
+    next_second(schedule)
+    scheduler.fire_due()
+    assert Job.objects.filter(scheduled_for=schedule.next_due_at).exists()
+    Schedule.objects.disable()
+    Schedule.objects.update(enabled=True)  # not enable(): no next due time
+    scheduler.fire_due()
+    assert Schedule.objects.get().next_due_at is not None
+
+
+def test_many_schedules_due_a_little_later_do_not_make_the_scheduler_spin():
+    Schedule.objects.bulk_create(
+        [Schedule(name=f"tenant-{n}", cron="0 3 * * *", job="tests.jobs.tick") for n in range(101)]
+    )
+    Schedule.objects.update(next_due_at=Now() + datetime.timedelta(seconds=6))
+    wait = Scheduler("tests:1").fire_due()
+    assert 4 < wait <= 6 and not Job.objects.exists()

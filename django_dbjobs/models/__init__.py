@@ -1,5 +1,6 @@
 from .job import Isolation, Job, JobQuerySet, JobStatus
-from .schedule import DefinedIn, MissedRuns, Schedule, ScheduleQuerySet, ScheduleTick
+from .schedule import DefinedIn, MissedRuns, Schedule, ScheduleQuerySet
+from .schedule_tick import ScheduleTick
 from .worker import WorkerProcess
 
 __all__ = [

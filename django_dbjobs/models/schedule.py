@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -14,12 +13,21 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .schedule_queryset import ScheduleQuerySet
 from .states import MAX_PRIORITY, MIN_PRIORITY
 
 #: The fields that decide when a schedule is due: changing one recomputes next_due_at.
 TIMING_FIELDS = ("cron", "timezone", "enabled", "removed_at")
 #: Fields a save() of an edited schedule leaves alone: the schedulers write them.
-KEPT_ON_SAVE = ("last_due_at", "last_job_id", "last_fired_at", "last_error", "created_at")
+KEPT_ON_SAVE = (
+    "last_due_at",
+    "last_job_id",
+    "last_fired_at",
+    "last_error",
+    "last_manual_job_id",
+    "last_manual_at",
+    "created_at",
+)
 DEFAULT_CATCH_UP_WINDOW = 600
 
 
@@ -40,39 +48,6 @@ def default_timezone() -> str:
     return django_settings.TIME_ZONE or "UTC"
 
 
-def default_queue() -> str:
-    from ..conf import settings
-
-    return settings.DEFAULT_QUEUE
-
-
-class ScheduleQuerySet(models.QuerySet):
-    def active(self) -> ScheduleQuerySet:
-        """Schedules a scheduler fires: enabled, and not removed from DBJOBS_SCHEDULES."""
-        return self.filter(enabled=True, removed_at=None, next_due_at__isnull=False)
-
-    def due_within(self, seconds: float) -> ScheduleQuerySet:
-        """Active schedules due within `seconds` by the database clock, soonest first."""
-        return (
-            self.active()
-            .filter(next_due_at__lte=Now() + datetime.timedelta(seconds=seconds))
-            .order_by("next_due_at")
-        )
-
-    def enable(self) -> int:
-        """Enable these schedules from now on (no catch-up for the time they were off); return how many."""
-        count = 0
-        for schedule in self.filter(enabled=False):
-            schedule.enabled = True
-            schedule.save()
-            count += 1
-        return count
-
-    def disable(self) -> int:
-        """Disable these schedules; return how many."""
-        return self.filter(enabled=True).update(enabled=False, next_due_at=None, updated_at=Now())
-
-
 class Schedule(models.Model):
     """A job enqueued at each due time of a cron expression, exactly once across all schedulers."""
 
@@ -91,8 +66,12 @@ class Schedule(models.Model):
     job = models.CharField(_("job"), max_length=255, help_text=_("Registered name of the job to enqueue."))
     args = models.JSONField(_("positional arguments"), default=list, blank=True)
     kwargs = models.JSONField(_("keyword arguments"), default=dict, blank=True)
-    queue = models.CharField(_("queue"), max_length=100, default=default_queue)
-    priority = models.SmallIntegerField(_("priority"), default=0)
+    queue = models.CharField(
+        _("queue"), max_length=100, null=True, blank=True, help_text=_("Empty: the job's own queue.")
+    )
+    priority = models.SmallIntegerField(
+        _("priority"), null=True, blank=True, help_text=_("Empty: the job's own priority.")
+    )
     max_attempts = models.PositiveIntegerField(
         _("max attempts"), null=True, blank=True, help_text=_("Empty: the job's own default.")
     )
@@ -134,6 +113,10 @@ class Schedule(models.Model):
     last_job_id = models.CharField(_("last job"), max_length=36, null=True, blank=True, editable=False)
     last_fired_at = models.DateTimeField(_("last fired at"), null=True, blank=True, editable=False)
     last_error = models.TextField(_("last error"), blank=True, default="", editable=False)
+    last_manual_job_id = models.CharField(
+        _("last manual run's job"), max_length=36, null=True, blank=True, editable=False
+    )
+    last_manual_at = models.DateTimeField(_("last manual run at"), null=True, blank=True, editable=False)
     created_at = models.DateTimeField(_("created at"), db_default=Now(), editable=False)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
@@ -222,37 +205,13 @@ class Schedule(models.Model):
         self.save()
 
     def run_now(self, using: str | None = None):
-        """Enqueue this schedule's job now, outside its due times (a manual run, not a tick)."""
-        from ..scheduler import run_now
+        """Enqueue this schedule's job now, outside its due times (a manual run, not a tick).
+
+        Return the job and whether it is new (with no_overlap, the active job instead).
+        """
+        from ..firing import run_now
 
         return run_now(self, using=using or self._state.db)
-
-
-class ScheduleTick(models.Model):
-    """One due time of a schedule that was fired: unique, so no due time is fired twice."""
-
-    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="ticks")
-    due_at = models.DateTimeField(_("due at"))
-    job_id = models.CharField(
-        _("job"),
-        max_length=36,
-        null=True,
-        blank=True,
-        help_text=_("Empty: skipped, the previous run was active."),
-    )
-    fired_at = models.DateTimeField(_("fired at"), db_default=Now())
-    fired_by = models.CharField(_("fired by worker"), max_length=64, blank=True, default="")
-
-    class Meta:
-        verbose_name = _("schedule tick")
-        verbose_name_plural = _("schedule ticks")
-        ordering = ["-due_at"]
-        constraints = [
-            models.UniqueConstraint(fields=["schedule", "due_at"], name="dbjobs_tick_one_per_due_time"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.schedule_id} @ {self.due_at.isoformat()}"
 
 
 def _schedules_changed(sender, instance, using, **kwargs) -> None:

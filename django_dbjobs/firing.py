@@ -1,0 +1,184 @@
+"""Firing one schedule: the jobs of its due times, exactly once, in one transaction.
+
+The transaction first moves the schedule's ``next_due_at`` on, fenced on the due time
+(and the cron expression and timezone) this scheduler read: a compare-and-set. A
+racing scheduler waits on the row lock (PostgreSQL, MySQL/MariaDB: the UPDATE reads
+the latest committed row even under REPEATABLE READ) or on the write lock (SQLite,
+BEGIN IMMEDIATE), then matches no row and writes nothing. Then one ScheduleTick per
+due time run, unique on (schedule, due time): a second job for a due time is refused
+even if the fence were ever bypassed (a stale write putting a schedule back on a due
+time already fired). Then the jobs. No user code runs inside the transaction: save
+signals are not sent, and job_enqueued and schedule_fired go out after the commit. A
+scheduler killed at any point commits nothing, so the due time stays due.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from . import enqueuing, missed_runs, rows
+from .models import Job, Schedule, ScheduleTick
+from .signals import job_enqueued, schedule_fired, send
+
+logger = logging.getLogger("django_dbjobs")
+
+
+@dataclass
+class Fired:
+    """What firing a schedule did: the jobs made, for which due times, and the next due time."""
+
+    next_due: datetime.datetime
+    won: bool = False
+    jobs: list[Job] = field(default_factory=list)
+    due_times: list[datetime.datetime] = field(default_factory=list)
+
+
+def build_job(schedule: Schedule, due: datetime.datetime, using: str) -> tuple[Job, dict[str, Any]]:
+    """The unsaved job for one run of `schedule`, validated (InvalidJob if not); and its fields."""
+    kwargs = dict(schedule.kwargs)
+    if schedule.due_time_argument:
+        kwargs[schedule.due_time_argument] = due.astimezone(datetime.timezone.utc).isoformat()
+    fields, using = enqueuing.job_fields(
+        schedule.job,
+        tuple(schedule.args),
+        kwargs,
+        schedule.queue,
+        schedule.priority,
+        None,
+        None,
+        schedule.max_attempts,
+        f"dbjobs-schedule:{schedule.name}" if schedule.no_overlap else None,
+        using,
+    )
+    fields["scheduled_for"] = due
+    return rows.build(fields, using), fields
+
+
+def fire(schedule: Schedule, now: datetime.datetime, worker_id: str, using: str) -> Fired:
+    """Fire `schedule`'s due times up to `now` (the database clock), as its missed-run policy says.
+
+    Raises InvalidSchedule or InvalidJob (the schedule cannot fire as it stands) before
+    writing anything.
+    """
+    plan = missed_runs.plan(
+        schedule.cron_schedule(),
+        schedule.next_due_at,
+        now,
+        schedule.missed_runs,
+        datetime.timedelta(seconds=schedule.catch_up_window),
+    )
+    built = [build_job(schedule, due, using) for due in plan.run]
+    fired = Fired(plan.next_due)
+    skip: set[datetime.datetime] = set()
+    for _ in range(3):
+        try:
+            _commit(schedule, plan, built, skip, worker_id, using, fired)
+            break
+        except IntegrityError:
+            # A tick exists for one of these due times: it ran already, never again.
+            ticks = ScheduleTick.objects.using(using).filter(schedule=schedule, due_at__in=plan.run)
+            skip = set(ticks.values_list("due_at", flat=True))
+            fired.jobs, fired.due_times = [], []
+    else:
+        logger.error("Schedule could not record its due times name=%s", schedule.name)
+        return fired
+    if not fired.won:
+        return fired
+    if plan.missed or plan.more_missed:
+        logger.warning(
+            "Schedule missed due times name=%s missed=%s%s policy=%s ran=%s",
+            schedule.name,
+            plan.missed,
+            "+" if plan.more_missed else "",
+            schedule.missed_runs,
+            len(fired.jobs),
+        )
+    for job, due in zip(fired.jobs, fired.due_times, strict=True):
+        logger.info("Schedule fired name=%s due=%s job=%s", schedule.name, due.isoformat(), job.pk)
+        send(job_enqueued, job=job)
+    if fired.jobs:
+        send(
+            schedule_fired,
+            sender=Schedule,
+            schedule=schedule,
+            jobs=fired.jobs,
+            due_times=fired.due_times,
+            manual=False,
+        )
+    return fired
+
+
+def _commit(schedule, plan, built, skip, worker_id: str, using: str, fired: Fired) -> None:
+    run = [(due, job, fields) for due, (job, fields) in zip(plan.run, built, strict=True) if due not in skip]
+    with transaction.atomic(using=using):
+        changes: dict[str, Any] = {"next_due_at": plan.next_due, "last_error": ""}
+        if run:
+            changes.update(last_due_at=run[-1][0], last_job_id=run[-1][1].pk, last_fired_at=Now())
+        fence = {"next_due_at": schedule.next_due_at, "cron": schedule.cron, "timezone": schedule.timezone}
+        if not Schedule.objects.using(using).active().filter(pk=schedule.pk, **fence).update(**changes):
+            return  # another scheduler fired it first, or it was changed or disabled meanwhile
+        fired.won = True
+        ScheduleTick.objects.using(using).bulk_create(
+            [
+                ScheduleTick(schedule_id=schedule.pk, due_at=due, job_id=job.pk, fired_by=worker_id)
+                for due, job, _ in run
+            ]
+        )
+        last = None
+        for due, job, fields in run:
+            stored, created = enqueuing.store(job, fields, using, quiet=True)
+            last = stored
+            if created:
+                fired.jobs.append(stored)
+                fired.due_times.append(due)
+                continue
+            ScheduleTick.objects.using(using).filter(schedule_id=schedule.pk, due_at=due).update(job_id=None)
+            logger.info(
+                "Schedule skipped a due time: its previous job is still active name=%s due=%s job=%s",
+                schedule.name,
+                due.isoformat(),
+                stored.pk,
+            )
+        if last is not None and last.pk != run[-1][1].pk:
+            Schedule.objects.using(using).filter(pk=schedule.pk).update(last_job_id=last.pk)
+
+
+def run_now(schedule: Schedule, using: str | None = None) -> tuple[Job, bool]:
+    """Enqueue `schedule`'s job now, outside its due times; return it, and whether it is new.
+
+    A manual run, not a tick: the next due time stays, and the schedule records it as
+    its last manual run. The job's ``scheduled_for`` (and due-time argument) is the
+    moment of the request. With no_overlap and a previous run still active, that job
+    is returned instead.
+    """
+    using = using or schedule._state.db or "default"
+    requested = timezone.now()
+    job, fields = build_job(schedule, requested, using)
+    with transaction.atomic(using=using):
+        stored, created = enqueuing.store(job, fields, using, quiet=True)
+        if created:
+            Schedule.objects.using(using).filter(pk=schedule.pk).update(
+                last_manual_job_id=stored.pk, last_manual_at=requested
+            )
+
+            def sent() -> None:
+                logger.info("Schedule run now name=%s job=%s", schedule.name, stored.pk)
+                send(job_enqueued, job=stored)
+                send(
+                    schedule_fired,
+                    sender=Schedule,
+                    schedule=schedule,
+                    jobs=[stored],
+                    due_times=[],
+                    manual=True,
+                )
+
+            transaction.on_commit(sent, using=using)
+    return stored, created

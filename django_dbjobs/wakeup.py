@@ -32,19 +32,19 @@ _lock = threading.Lock()
 
 def notify() -> None:
     """Wake the workers of this process (enqueue() calls it on commit)."""
-    global _generation
-    with _lock:
-        _generation += 1
-        subscribers = list(_subscribers)
-    for event in subscribers:
-        event.set()
+    _wake(jobs=1)
 
 
 def schedules_changed() -> None:
     """A schedule was saved or deleted (in this process, or in another on PostgreSQL): re-read them."""
-    global _schedule_generation
+    _wake(schedules=1)
+
+
+def _wake(jobs: int = 0, schedules: int = 0) -> None:
+    global _generation, _schedule_generation
     with _lock:
-        _schedule_generation += 1
+        _generation += jobs
+        _schedule_generation += schedules
         subscribers = list(_subscribers)
     for event in subscribers:
         event.set()

@@ -150,11 +150,10 @@ class Cron:
         repeated hour's second pass; an every-hour expression runs there too.
         """
         before_offset = after.astimezone(self._tz).utcoffset()
-        if found - after > datetime.timedelta(days=2):
-            return None
-        if found.astimezone(self._tz).utcoffset() >= before_offset:
+        horizon = min(found, after + datetime.timedelta(days=2))  # clocks change at most once in two days
+        if horizon.astimezone(self._tz).utcoffset() >= before_offset:
             return None  # the clocks did not go back in between
-        change = self._transition(after, found)
+        change = self._transition(after, horizon)
         repeat_start = change.astimezone(self._tz).replace(tzinfo=None)  # wall time the clocks went back to
         repeat_end = repeat_start + (before_offset - change.astimezone(self._tz).utcoffset())
         wall = self._iterate(repeat_start - _SECOND).get_next(datetime.datetime)
@@ -196,9 +195,9 @@ class Cron:
     def _back_from(self, until: datetime.datetime, count: int) -> datetime.datetime:
         """An instant at or before the `count`-th latest due time up to `until`.
 
-        Walks back `count` matching wall times with croniter, then back by the largest
-        UTC offset change in between, since near a transition wall order and real order
-        can differ by that much.
+        Walks back matching wall times with croniter until it has seen `count` distinct
+        due instants up to `until`: the earliest of any `count` of them is at or before
+        the `count`-th latest, whatever order daylight saving puts them in.
         """
         local = until.astimezone(self._tz)
         walls = croniter(
@@ -209,13 +208,7 @@ class Cron:
             second_at_beginning=self._seconds,
             max_years_between_matches=50,
         )
-        counted = 0
-        while counted < count:
-            wall = walls.get_prev(datetime.datetime)
-            earliest = min(
-                wall.replace(tzinfo=self._tz, fold=0).astimezone(UTC),
-                wall.replace(tzinfo=self._tz, fold=1).astimezone(UTC),
-            )
-            counted += earliest <= until
-        shift = abs(local.utcoffset() - earliest.astimezone(self._tz).utcoffset())
-        return self.next_after(earliest - shift - _SECOND)
+        seen: set[datetime.datetime] = set()
+        while len(seen) < count:
+            seen.update(at for at in self._instants(walls.get_prev(datetime.datetime)) if at <= until)
+        return self.next_after(min(seen) - _SECOND)

@@ -1,10 +1,12 @@
 """Firing one schedule: the jobs of its due times, exactly once, in one transaction.
 
-The transaction first moves the schedule's ``next_due_at`` on, fenced on the due time
-(and the cron expression and timezone) this scheduler read: a compare-and-set. A
-racing scheduler waits on the row lock (PostgreSQL, MySQL/MariaDB: the UPDATE reads
-the latest committed row even under REPEATABLE READ) or on the write lock (SQLite,
-BEGIN IMMEDIATE), then matches no row and writes nothing. Then one ScheduleTick per
+The transaction first locks the schedule's row (SKIP LOCKED: a row held by another
+transaction is tried again a second later, never waited for in the worker's loop),
+checks that its due time, cron expression and timezone are still those this
+scheduler read (a compare-and-set: a locking read sees the latest committed row, even
+under MySQL's REPEATABLE READ), and moves ``next_due_at`` on. A racing scheduler finds
+the row locked, or moved on, and writes nothing. SQLite has one writer at a time
+(BEGIN IMMEDIATE), so the same check holds there. Then one ScheduleTick per
 due time run, unique on (schedule, due time): a second job for a due time is refused
 even if the fence were ever bypassed (a stale write putting a schedule back on a due
 time already fired). Then the jobs. No user code runs inside the transaction: save
@@ -23,7 +25,8 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from . import enqueuing, missed_runs, rows
+from . import db, enqueuing, missed_runs, rows
+from .exceptions import InvalidSchedule
 from .models import Job, Schedule, ScheduleTick
 from .signals import job_enqueued, schedule_fired, send
 
@@ -36,6 +39,8 @@ class Fired:
 
     next_due: datetime.datetime
     won: bool = False
+    #: Another transaction held the schedule's row: try again soon.
+    busy: bool = False
     jobs: list[Job] = field(default_factory=list)
     due_times: list[datetime.datetime] = field(default_factory=list)
 
@@ -75,9 +80,9 @@ def fire(schedule: Schedule, now: datetime.datetime, worker_id: str, using: str)
         datetime.timedelta(seconds=schedule.catch_up_window),
     )
     built = [build_job(schedule, due, using) for due in plan.run]
-    fired = Fired(plan.next_due)
     skip: set[datetime.datetime] = set()
     for _ in range(3):
+        fired = Fired(plan.next_due)
         try:
             _commit(schedule, plan, built, skip, worker_id, using, fired)
             break
@@ -85,10 +90,8 @@ def fire(schedule: Schedule, now: datetime.datetime, worker_id: str, using: str)
             # A tick exists for one of these due times: it ran already, never again.
             ticks = ScheduleTick.objects.using(using).filter(schedule=schedule, due_at__in=plan.run)
             skip = set(ticks.values_list("due_at", flat=True))
-            fired.jobs, fired.due_times = [], []
     else:
-        logger.error("Schedule could not record its due times name=%s", schedule.name)
-        return fired
+        raise InvalidSchedule("Its due times could not be recorded: a tick exists for each try.")
     if not fired.won:
         return fired
     if plan.missed or plan.more_missed:
@@ -121,9 +124,14 @@ def _commit(schedule, plan, built, skip, worker_id: str, using: str, fired: Fire
         changes: dict[str, Any] = {"next_due_at": plan.next_due, "last_error": ""}
         if run:
             changes.update(last_due_at=run[-1][0], last_job_id=run[-1][1].pk, last_fired_at=Now())
-        fence = {"next_due_at": schedule.next_due_at, "cron": schedule.cron, "timezone": schedule.timezone}
-        if not Schedule.objects.using(using).active().filter(pk=schedule.pk, **fence).update(**changes):
-            return  # another scheduler fired it first, or it was changed or disabled meanwhile
+        rows = Schedule.objects.using(using).filter(pk=schedule.pk)
+        current = db.lock_or_skip(rows.active()).values_list("next_due_at", "cron", "timezone").first()
+        if current is None:
+            fired.busy = rows.active().exists()  # locked by another transaction, or disabled
+            return
+        if current != (schedule.next_due_at, schedule.cron, schedule.timezone):
+            return  # another scheduler fired it first, or it was changed meanwhile
+        rows.update(**changes)
         fired.won = True
         ScheduleTick.objects.using(using).bulk_create(
             [

@@ -14,6 +14,7 @@ import datetime
 import logging
 import time
 
+from django.conf import settings as django_settings
 from django.db import DatabaseError, InterfaceError
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -60,7 +61,7 @@ class Scheduler:
         return max(self._next_check - time.monotonic(), 0.0)
 
     def fire_if_due(self) -> None:
-        if self.due_in() > 0:
+        if self.due_in() > 0 or not django_settings.USE_TZ:  # schedules need aware datetimes
             return
         self._generation = wakeup.schedule_generation()
         now = time.monotonic()
@@ -121,6 +122,8 @@ class Scheduler:
             return None
         if self._reported:  # fired: report its next problem again
             self._reported = {reported for reported in self._reported if reported[0] != schedule.pk}
+        if fired.busy:  # its row is locked by another transaction: try again soon
+            return schedule.db_now + datetime.timedelta(seconds=FIRST_PAUSE)
         # Won or lost, the schedule is next due then (a lost race: the winner moved it there).
         return fired.next_due
 

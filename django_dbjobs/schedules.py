@@ -1,7 +1,7 @@
 """Schedule definitions: validating them, and syncing DBJOBS_SCHEDULES into the Schedule table.
 
 A definition is what a DBJOBS_SCHEDULES entry holds (``{"job": ..., "cron": ...}``); a
-Schedule row made in the admin or in code holds the same fields. Both are checked
+Schedule row made in code holds the same fields. Both are checked
 here, by the same rules, before anything is saved.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -126,6 +127,8 @@ def settings_problems() -> list[str]:
     if not isinstance(schedules, dict):
         return [f"DBJOBS_SCHEDULES must be a dict of schedule name -> definition, not {schedules!r}."]
     problems = []
+    if schedules and not django_settings.USE_TZ:
+        problems.append("DBJOBS_SCHEDULES needs USE_TZ = True: due times are stored in UTC.")
     for name, definition in schedules.items():
         where = f"DBJOBS_SCHEDULES[{name!r}]"
         if not isinstance(name, str) or not 1 <= len(name) <= 100:

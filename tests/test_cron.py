@@ -256,3 +256,31 @@ def test_plans_after_long_downtime_stay_fast(expression, first, now):
         assert time.perf_counter() - started < 1.0, policy
         assert result.next_due > at(now) and len(result.run) <= MAX_CATCH_UP
         assert result.missed >= MAX_CATCH_UP and result.more_missed
+
+
+@pytest.mark.parametrize(
+    "expression, zone, first, until",
+    [
+        ("* 2 * * *", "Europe/Paris", "2026-03-27T00:00", "2026-03-29T02:00"),  # the skipped hour: one run
+        ("0,30 2,3 * * *", "America/New_York", "2026-03-05T00:00", "2026-03-09T12:00"),
+        ("*/15 1-3 * * *", "Europe/Paris", "2026-10-20T00:00", "2026-10-26T12:00"),
+    ],
+)
+def test_catching_up_across_a_clock_change_finds_the_latest_due_times(expression, zone, first, until):
+    test_the_latest_due_times_match_walking_every_one(expression, zone, first, until)
+
+
+@pytest.mark.parametrize(
+    "expression, zone, after, repeated",
+    [
+        # Clocks go back at midnight: the repeated hour is 23:00 on Saturday.
+        ("*/10 * * * sat", "America/Santiago", "2026-04-04T02:00", "2026-04-04T23:00:00-04:00"),
+        ("0 * * * sat", "Asia/Beirut", "2026-10-24T00:00", "2026-10-24T23:00:00+02:00"),
+    ],
+)
+def test_an_every_hour_job_runs_in_a_repeated_hour_followed_by_days_without_runs(
+    expression, zone, after, repeated
+):
+    cron = Cron(expression, zone)
+    runs = fires(cron, after, "2026-12-31T00:00")[:200]
+    assert repeated in runs

@@ -90,18 +90,13 @@ def test_a_schedule_saved_in_another_process_wakes_the_scheduler_at_once_on_post
     stop([worker])
 
 
-def blocked_on_a_tick() -> bool:
-    """True once another session waits for a row lock inside its firing transaction.
-
-    PostgreSQL: at the tick's INSERT, after the schedule's UPDATE. MariaDB: at the
-    UPDATE, its first statement, since the held tick's foreign key check share-locks
-    the schedule row.
-    """
+def blocked_on_a_job_insert() -> bool:
+    """True once another session has waited a second for a row lock while inserting a job."""
     sql = {
         "postgresql": "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-        "AND query ILIKE '%%scheduletick%%'",
+        "AND query ILIKE 'INSERT INTO %%django_dbjobs_job%%'",
         "mysql": "SELECT count(*) FROM information_schema.processlist WHERE command = 'Query' "
-        "AND info LIKE 'UPDATE `django_dbjobs_schedule`%%' AND time >= 1",
+        "AND info LIKE 'INSERT %%django_dbjobs_job%%' AND time >= 1",
     }[connection.vendor]
     with connection.cursor() as cursor:
         cursor.execute(sql)
@@ -112,17 +107,21 @@ def blocked_on_a_tick() -> bool:
     connection.vendor == "sqlite", reason="SQLite's one write lock would stop the scheduler before its BEGIN"
 )
 def test_a_scheduler_killed_inside_its_firing_transaction_loses_and_duplicates_nothing(run_jobs):
-    schedule = Schedule.objects.create(name="every-second", cron="* * * * * *", job="tests.jobs.tick")
+    schedule = Schedule.objects.create(
+        name="every-second", cron="* * * * * *", job="tests.jobs.tick", no_overlap=True, missed_runs="all"
+    )
     due = schedule.cron_schedule().next_after(timezone.now() + datetime.timedelta(seconds=2))
     Schedule.objects.filter(pk=schedule.pk).update(next_due_at=due)
-    # Another session holds that due time's tick, uncommitted: the scheduler that fires
-    # it moves the schedule on, then waits on the tick's unique key, mid-transaction.
+    # Another session inserts a job holding the schedule's no_overlap key, uncommitted:
+    # the scheduler that fires `due` moves the schedule on and writes the tick, then
+    # waits on that key at its job's INSERT, mid-transaction.
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
         try:
             with transaction.atomic():
-                ScheduleTick.objects.create(schedule_id=schedule.pk, due_at=due)
+                key = "dbjobs-schedule:every-second"
+                Job.objects.create(name="tests.jobs.tick", unique_key=key, active_key=key)
                 holding.set()
                 release.wait(60)
                 transaction.set_rollback(True)
@@ -134,18 +133,20 @@ def test_a_scheduler_killed_inside_its_firing_transaction_loses_and_duplicates_n
     try:
         assert holding.wait(10)
         killed = run_jobs()
-        assert wait_for(blocked_on_a_tick, 30), killed.output()
-        killed.process.kill()  # SIGKILL, mid-transaction
+        assert wait_for(blocked_on_a_job_insert, 30), killed.output()
+        killed.process.kill()  # SIGKILL, after the schedule's UPDATE and the tick's INSERT
         killed.process.wait()
     finally:
         release.set()
         holder.join(30)
-    # The server rolls the killed transaction back: the due time is still due.
+    # The server rolls the killed transaction back: the due time is still due, no tick.
     assert wait_for(lambda: Schedule.objects.get().next_due_at == due, 30)
+    assert wait_for(lambda: not ScheduleTick.objects.exists(), 30)
     assert not Job.objects.exists()
     second = run_jobs()
-    assert wait_for(lambda: Job.objects.filter(scheduled_for__gt=due).count() >= 2, 30), second.output()
+    assert wait_for(lambda: ScheduleTick.objects.filter(due_at__gt=due).count() >= 2, 30), second.output()
     stop([second])
-    due_times = sorted(Job.objects.values_list("scheduled_for", flat=True))
-    assert due_times[0] == due, "the due time of the killed firing ran"
-    assert due_times == [due + datetime.timedelta(seconds=s) for s in range(len(due_times))], due_times
+    ticks = sorted(ScheduleTick.objects.values_list("due_at", flat=True))
+    assert ticks[0] == due, "the due time of the killed firing was fired again"
+    assert ticks == [due + datetime.timedelta(seconds=s) for s in range(len(ticks))], ticks
+    assert Job.objects.filter(scheduled_for=due).count() == 1

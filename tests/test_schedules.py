@@ -487,3 +487,72 @@ def test_many_schedules_due_a_little_later_do_not_make_the_scheduler_spin():
     Schedule.objects.update(next_due_at=Now() + datetime.timedelta(seconds=6))
     wait = Scheduler("tests:1").fire_due()
     assert 4 < wait <= 6 and not Job.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite has no row locks")
+def test_a_schedule_row_locked_by_another_transaction_never_holds_up_the_scheduler():
+    clear_of_minute_edges()
+    schedule = make(cron="* * * * *")
+    due = due_ago(schedule)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                Schedule.objects.select_for_update().get(pk=schedule.pk)  # an admin edit, a data migration
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        started = time.monotonic()
+        wait = Scheduler("tests:1").fire_due()
+        assert time.monotonic() - started < 2 and wait <= 1.5, "the scheduler waited for the lock"
+        assert not Job.objects.exists()
+    finally:
+        release.set()
+        holder.join(30)
+    Scheduler("tests:1").fire_due()
+    assert Job.objects.get().scheduled_for == due
+
+
+def test_a_due_time_written_by_an_sql_expression_still_fires():
+    schedule = make(cron="* * * * *")
+    Schedule.objects.filter(pk=schedule.pk).update(next_due_at=Now())
+    schedule.refresh_from_db()
+    Scheduler("tests:1").fire_due()
+    assert Job.objects.get().scheduled_for == schedule.next_due_at
+    schedule.refresh_from_db()
+    assert schedule.last_error == ""
+
+
+def test_switching_a_schedule_back_on_with_update_does_not_catch_up():
+    schedule = make(cron="* * * * *", missed_runs="all")
+    Schedule.objects.filter(pk=schedule.pk).update(enabled=False)
+    Schedule.objects.filter(pk=schedule.pk).update(next_due_at=Now() - datetime.timedelta(hours=2))
+    Schedule.objects.filter(pk=schedule.pk).update(enabled=True)  # clears next_due_at
+    assert Schedule.objects.get().next_due_at is None
+    Scheduler("tests:1").fire_due()
+    assert not Job.objects.exists()
+    assert Schedule.objects.get().next_due_at > timezone.now() - datetime.timedelta(seconds=5)
+
+
+def test_save_with_update_fields_of_a_timing_field_moves_the_due_time():
+    schedule = make(cron="0 3 * * *")
+    schedule.cron = "0 4 * * *"
+    schedule.save(update_fields=["cron"])
+    schedule.refresh_from_db()
+    assert schedule.next_due_at.hour == 4
+
+
+def test_schedules_need_use_tz():
+    with override_settings(USE_TZ=False):
+        with pytest.raises(ValidationError, match="USE_TZ = True"):
+            make()
+        with override_settings(DBJOBS_SCHEDULES=SETTINGS):
+            assert any("USE_TZ = True" in e.msg for e in checks.check_settings() if e.id == "dbjobs.E017")
+    assert not Schedule.objects.exists()

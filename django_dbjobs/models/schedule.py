@@ -13,11 +13,9 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .schedule_queryset import ScheduleQuerySet
+from .schedule_queryset import TIMING_FIELDS, ScheduleQuerySet
 from .states import MAX_PRIORITY, MIN_PRIORITY
 
-#: The fields that decide when a schedule is due: changing one recomputes next_due_at.
-TIMING_FIELDS = ("cron", "timezone", "enabled", "removed_at")
 #: Fields a save() of an edited schedule leaves alone: the schedulers write them.
 KEPT_ON_SAVE = (
     "last_due_at",
@@ -153,6 +151,8 @@ class Schedule(models.Model):
         from ..schedules import definition_errors
 
         errors = definition_errors(self.definition())
+        if not django_settings.USE_TZ:
+            errors["timezone"] = "Schedules need USE_TZ = True: their due times are stored in UTC."
         if errors:
             raise ValidationError(errors)
 
@@ -179,7 +179,15 @@ class Schedule(models.Model):
         A schedule saved with unchanged timing keeps its next due time, so a save never
         skips (or repeats) a due time that is about to fire.
         """
-        if kwargs.get("update_fields") is None:
+        if not django_settings.USE_TZ:
+            from ..exceptions import InvalidSchedule
+
+            raise InvalidSchedule("Schedules need USE_TZ = True: their due times are stored in UTC.")
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and set(update_fields) & set(TIMING_FIELDS):
+            self.next_due_at = self.cron_schedule().next_after(timezone.now()) if self.fireable else None
+            kwargs["update_fields"] = {*update_fields, "next_due_at"}
+        elif update_fields is None:
             adding = self._state.adding or kwargs.get("force_insert")
             stored = None
             if not adding:

@@ -8,6 +8,9 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Now
 
+#: The fields that decide when a schedule is due: changing one gives it a new next due time.
+TIMING_FIELDS = ("cron", "timezone", "enabled", "removed_at")
+
 
 class ScheduleQuerySet(models.QuerySet):
     def active(self) -> ScheduleQuerySet:
@@ -39,3 +42,13 @@ class ScheduleQuerySet(models.QuerySet):
     def disable(self) -> int:
         """Disable these schedules; return how many."""
         return self.filter(enabled=True).update(enabled=False, next_due_at=None, updated_at=Now())
+
+    def update(self, **kwargs) -> int:
+        """update(); changing cron, timezone, enabled or removed_at also clears next_due_at.
+
+        The first scheduler that reads such a row gives it its next due time from now,
+        so a schedule switched back on by update(enabled=True) does not catch up.
+        """
+        if "next_due_at" not in kwargs and any(field in kwargs for field in TIMING_FIELDS):
+            kwargs["next_due_at"] = None
+        return super().update(**kwargs)

@@ -69,16 +69,17 @@ def test_max_jobs_stops_after_that_many(run_jobs):
 
 
 def test_sigterm_lets_the_running_job_finish_and_exits_zero(run_jobs, record_file):
-    job = enqueue(jobs.sleep_then_record, 2, "done")
+    job = enqueue(jobs.announce_sleep_record, 2, "done")
     worker = run_jobs("--shutdown-grace", "15")
-    assert wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exists())
+    # Begun, not only claimed: a claimed job no thread has started is given back on SIGTERM.
+    assert wait_for(lambda: "started:done" in record_file.read_text())
     started = time.monotonic()
     worker.signal(signal.SIGTERM)
     assert worker.wait(timeout=15) == 0, worker.output()
     assert time.monotonic() - started < 15
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCESSFUL
-    assert record_file.read_text() == "done\n"
+    assert record_file.read_text() == "started:done\ndone\n"
 
 
 def test_sigterm_releases_a_job_still_running_after_the_grace(run_jobs):

@@ -8,11 +8,14 @@ demo:
 test:
 	bash scripts/test.sh
 
+# lint and docs install what they need into .venv first, as make test does.
 lint:
-	.venv/bin/ruff check django_dbjobs tests example_project
-	.venv/bin/ruff format --check django_dbjobs tests example_project
+	bash -c 'source scripts/venv.sh && ensure_venv lint'
+	.venv/bin/ruff check django_dbjobs tests example_project bench
+	.venv/bin/ruff format --check django_dbjobs tests example_project bench
 
 docs:
+	bash -c 'source scripts/venv.sh && ensure_venv docs'
 	.venv/bin/python -m sphinx -W -b html docs docs/_build/html
 
 # A tiny run of the benchmark on each database (CI keeps it working); see bench/README.md.

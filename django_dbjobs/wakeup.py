@@ -94,7 +94,8 @@ class Listener(threading.Thread):
                     with connection.cursor() as cursor:
                         cursor.execute(f"LISTEN {CHANNEL}")
                     self.listening.set()
-                    schedules_changed()  # notifications sent while disconnected are lost
+                    self.event.set()  # notifications sent while disconnected are lost:
+                    schedules_changed()  # look again for jobs and schedules
                     pause = 0.5
                     while not self._stop_event.is_set():
                         for notification in connection.connection.notifies(timeout=0.25):

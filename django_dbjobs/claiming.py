@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .exceptions import MissingMigrations
 from .models import Job
+from .paused_queues import PausedQueues
 
 if TYPE_CHECKING:
     from .worker import Worker
@@ -28,6 +29,7 @@ class Claimer:
         self.worker = worker
         self.in_doubt = False
         self.claimed = 0
+        self.paused = PausedQueues(worker.id, worker.using)
 
     def free_slots(self) -> int:
         """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
@@ -66,7 +68,10 @@ class Claimer:
     def claim(self, limit: int) -> list[Job]:
         worker = self.worker
         waiting = worker._held.alone is None  # one job that must run alone at a time
-        return Job.objects.using(worker.using).claim(worker.id, limit, worker.queues, include_waiting=waiting)
+        paused = self.paused.current()
+        return Job.objects.using(worker.using).claim(
+            worker.id, limit, worker.queues, include_waiting=waiting, paused=paused
+        )
 
     def _guarded(self, action, what: str):
         """Run `action` once through the outage policy; any other error is logged, never fatal."""

@@ -46,6 +46,21 @@ DEFAULTS = {
     # Seconds between a scheduler's reads of the schedule table when nothing is due
     # sooner (it also wakes at each due time, and when a schedule is saved).
     "SCHEDULE_CHECK_INTERVAL": 10.0,
+    # The admin masks keyword arguments (and positional ones, by parameter name) whose
+    # name contains one of these, at any depth of a dict, case-insensitively.
+    "ADMIN_MASKED_ARGUMENTS": [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "private_key",
+        "signature",
+        "credential",
+    ],
+    # Jobs whose arguments and return value the admin never shows.
+    "ADMIN_MASKED_JOBS": [],
 }
 
 

@@ -127,9 +127,16 @@ def payload(args: tuple, kwargs: dict, reject_nul: bool) -> tuple[list, dict]:
     return clean_args, clean_kwargs
 
 
-def queue(name: Any) -> str:
+def queue_name(name: Any) -> str:
+    """A well-formed queue name, whether or not DBJOBS_QUEUES lists it."""
     if not isinstance(name, str) or not QUEUE_NAME.match(name):
         raise InvalidJob(f"queue must be 1 to 100 letters, digits, '_', '.', ':' or '-', not {name!r}.")
+    return name
+
+
+def queue(name: Any) -> str:
+    """A queue jobs may be enqueued on: well-formed, and in DBJOBS_QUEUES when that is set."""
+    queue_name(name)
     allowed = settings.QUEUES
     if allowed is not None and name not in allowed:
         raise InvalidJob(f"queue {name!r} is not one of DBJOBS_QUEUES ({', '.join(allowed)}).")

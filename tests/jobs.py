@@ -177,3 +177,9 @@ def scheduled(due_time=None):
 @job
 def tick():
     """A scheduled job that does nothing: the tests count the rows."""
+
+
+@job
+def charge(card_token, amount, note=""):
+    """A job with a secret positional argument: the admin masks it by its name."""
+    return {"charged": amount, "api_key": "returned-secret"}

@@ -12,6 +12,7 @@ import sqlite3
 from django.db import connections, models
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from ..exceptions import UnsupportedDatabase
 from .errors import ErrorKind, classify
@@ -125,6 +126,20 @@ def database_now(using: str = "default"):
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {NOW_SQL[connection.vendor]}", [])  # [] so "%%" becomes "%"
         return cursor.fetchone()[0]
+
+
+def database_clock(using: str = "default") -> datetime.datetime:
+    """The database clock as an aware datetime (UTC), converted as a DateTimeField would be."""
+    from ..models import Job
+
+    connection = connections[using]
+    field = Job._meta.get_field("enqueued_at")
+    value = database_now(using)
+    for converter in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(connection):
+        value = converter(value, field.cached_col, connection)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, datetime.timezone.utc)
+    return value.astimezone(datetime.timezone.utc)
 
 
 def rejects_nul(using: str = "default") -> bool:

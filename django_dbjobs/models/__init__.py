@@ -1,15 +1,24 @@
+from .admin_pages import Overview
+from .failed_job import FailedJob, FailedJobQuerySet, RetryReport
 from .job import Isolation, Job, JobQuerySet, JobStatus
+from .queue import Queue, QueueQuerySet
 from .schedule import DefinedIn, MissedRuns, Schedule, ScheduleQuerySet
 from .schedule_tick import ScheduleTick
 from .worker import WorkerProcess
 
 __all__ = [
     "DefinedIn",
+    "FailedJob",
+    "FailedJobQuerySet",
     "Isolation",
     "Job",
     "JobQuerySet",
     "JobStatus",
     "MissedRuns",
+    "Overview",
+    "Queue",
+    "QueueQuerySet",
+    "RetryReport",
     "Schedule",
     "ScheduleQuerySet",
     "ScheduleTick",

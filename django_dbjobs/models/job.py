@@ -89,6 +89,8 @@ class Job(models.Model):
         indexes = [
             db.ReadyJobsIndex(fields=list(CLAIM_ORDER), name="dbjobs_job_claim_idx"),
             models.Index(fields=["status", "worker"], name="dbjobs_job_worker_idx"),
+            # The dead letters newest first, jobs finished per minute, and retention.
+            models.Index(fields=["status", "finished_at"], name="dbjobs_job_finished_idx"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["name", "active_key"], name="dbjobs_job_one_active_per_key"),

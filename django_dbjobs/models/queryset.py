@@ -41,32 +41,66 @@ class JobQuerySet(models.QuerySet):
         return self.running().filter(worker=worker)
 
     def claim(
-        self, worker: str, limit: int = 1, queues: list[str] | None = None, include_waiting: bool = True
+        self,
+        worker: str,
+        limit: int = 1,
+        queues: list[str] | None = None,
+        include_waiting: bool = True,
+        paused: frozenset[str] = frozenset(),
     ) -> list[Job]:
-        """Lock up to `limit` due jobs (of `queues`, or any) for `worker`, mark them running.
+        """Lock up to `limit` due jobs (of `queues` or any, never `paused`) for `worker`; mark them running.
 
         Attempts are counted here, at pickup, so a job that kills its worker every
         time still runs out of attempts. Each attempt's worker is appended to
         worker_ids. With ``include_waiting=False``, jobs waiting to run alone are left for
         another claim. One short transaction (or one statement); see db.claim_jobs().
         """
-        return db.claim_jobs(self.model, self.db, *self._claim_shape(queues, include_waiting), worker, limit)
+        shape = self._claim_shape(queues, include_waiting, paused)
+        if shape is None:
+            return []
+        return db.claim_jobs(self.model, self.db, *shape, worker, limit)
 
     def claim_sql(
-        self, worker: str, limit: int = 1, queues: list[str] | None = None, include_waiting: bool = True
+        self,
+        worker: str,
+        limit: int = 1,
+        queues: list[str] | None = None,
+        include_waiting: bool = True,
+        paused: frozenset[str] = frozenset(),
     ) -> tuple[str, list]:
         """The SQL claim() runs first, with its parameters (to EXPLAIN it)."""
-        return db.claim_sql(self.model, self.db, *self._claim_shape(queues, include_waiting), worker, limit)
+        shape = self._claim_shape(queues, include_waiting, paused)
+        if shape is None:
+            raise ValueError("Every queue asked for is paused: claim() runs no SQL.")
+        return db.claim_sql(self.model, self.db, *shape, worker, limit)
 
-    def _claim_shape(self, queues: list[str] | None, include_waiting: bool):
+    def _claim_shape(self, queues: list[str] | None, include_waiting: bool, paused: frozenset[str]):
+        """(build, shape, values) for db.claim_jobs(); None when every queue asked for is paused."""
+        if queues:
+            queues = [name for name in queues if name not in paused]
+            if not queues:
+                return None
+            paused = frozenset()  # a list of queues to claim from leaves the paused ones out already
         # Built with placeholders, compiled once per shape; the real names replace them.
         names = [f"\x00queue{n}" for n in range(len(queues or []))]
+        skipped = [f"\x00paused{n}" for n in range(len(paused))]
 
         def build() -> JobQuerySet:
             picked = self.due().for_queues(names)
+            if skipped:
+                picked = picked.exclude(queue__in=skipped)
             return picked if include_waiting else picked.filter(isolation=Isolation.NONE)
 
-        return build, (len(names), include_waiting), dict(zip(names, queues or [], strict=True))
+        values = dict(zip(names, queues or [], strict=True)) | dict(zip(skipped, sorted(paused), strict=True))
+        return build, (len(names), len(skipped), include_waiting), values
+
+    def cancel(self) -> int:
+        """Delete the READY jobs among these; return how many.
+
+        Fenced in one DELETE (``status = 'READY'`` in its WHERE clause): a job a worker
+        claimed meanwhile, or one that finished, is never deleted. No delete signals.
+        """
+        return self.ready()._raw_delete(self.db)
 
     def _refund(self, isolate: bool = False) -> int:
         """Make these jobs READY with their pickup undone: the attempt and its worker id.

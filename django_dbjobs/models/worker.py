@@ -1,8 +1,18 @@
 """WorkerProcess: one row per running run_jobs process."""
 
+import datetime
+
 from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
+
+
+class WorkerProcessQuerySet(models.QuerySet):
+    def live(self) -> "WorkerProcessQuerySet":
+        """Workers whose heartbeat is fresh (within DBJOBS_HEARTBEAT_TIMEOUT, by the database clock)."""
+        from ..conf import settings
+
+        return self.filter(heartbeat_at__gte=Now() - datetime.timedelta(seconds=settings.HEARTBEAT_TIMEOUT))
 
 
 class WorkerProcess(models.Model):
@@ -15,6 +25,8 @@ class WorkerProcess(models.Model):
     concurrency = models.PositiveSmallIntegerField(_("concurrency"))
     started_at = models.DateTimeField(_("started at"), db_default=Now())
     heartbeat_at = models.DateTimeField(_("last heartbeat"), db_default=Now())
+
+    objects = WorkerProcessQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("worker")

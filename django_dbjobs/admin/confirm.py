@@ -1,0 +1,50 @@
+"""Confirmation pages: a GET shows what would change, only a POST with a CSRF token changes it."""
+
+from __future__ import annotations
+
+from django.contrib.admin import helpers
+from django.template.response import TemplateResponse
+
+#: Rows listed on a confirmation page; the rest are counted.
+SHOWN = 20
+
+
+def confirm_action(modeladmin, request, queryset, *, title: str, question: str, button: str, count: str):
+    """The page Django's own delete action shows: what would change, and a POST form to confirm."""
+    opts = modeladmin.model._meta
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": title,
+        "question": question,
+        "button": button,
+        "count": count,
+        "shown": list(queryset[:SHOWN]),
+        "more": queryset[SHOWN : SHOWN + 1].exists(),
+        "opts": opts,
+        "action": request.POST.get("action"),
+        "select_across": request.POST.get("select_across") == "1",
+        "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "form_url": "",
+        "cancel_url": "",
+    }
+    request.current_app = modeladmin.admin_site.name
+    return TemplateResponse(request, "admin/django_dbjobs/confirm.html", context)
+
+
+def confirm_page(modeladmin, request, *, title, question, button, count, shown, form_url, cancel_url):
+    """A confirmation page for a view of its own (not an action): its form posts to `form_url`."""
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": title,
+        "question": question,
+        "button": button,
+        "count": count,
+        "shown": shown[:SHOWN],
+        "more": len(shown) > SHOWN,
+        "opts": modeladmin.model._meta,
+        "form_url": form_url,
+        "cancel_url": cancel_url,
+    }
+    request.current_app = modeladmin.admin_site.name
+    return TemplateResponse(request, "admin/django_dbjobs/confirm.html", context)

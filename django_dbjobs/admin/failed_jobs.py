@@ -1,0 +1,207 @@
+"""The dead letters: FAILED jobs, newest first, with Retry and Delete."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.utils import quote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+from django.views.decorators.http import require_POST
+
+from ..models import FailedJob, RetryReport
+from .confirm import confirm_action, confirm_page
+from .jobs import JobAdminBase
+from .listing import COUNT_CAP, CappedCountPaginator, JobNameFilter, QueueFilter
+
+
+def selected_count(request) -> int:
+    """How many rows were ticked on the page; 0 with "select all" (the whole filter)."""
+    if request.POST.get("select_across") == "1":
+        return 0
+    return len(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))
+
+
+def retry_message(report: RetryReport) -> str:
+    parts = [
+        ngettext("%(n)d job queued again.", "%(n)d jobs queued again.", report.retried)
+        % {"n": report.retried}
+    ]
+    if report.key_held:
+        parts.append(
+            ngettext(
+                "%(n)d skipped: its unique key is held by another ready or running job.",
+                "%(n)d skipped: their unique keys are held by other ready or running jobs.",
+                report.key_held,
+            )
+            % {"n": report.key_held}
+        )
+    if report.not_failed:
+        parts.append(
+            ngettext(
+                "%(n)d skipped: no longer failed (retried or deleted meanwhile).",
+                "%(n)d skipped: no longer failed (retried or deleted meanwhile).",
+                report.not_failed,
+            )
+            % {"n": report.not_failed}
+        )
+    return " ".join(parts)
+
+
+def delete_message(deleted: int, skipped: int) -> str:
+    text = ngettext("%(n)d dead letter deleted.", "%(n)d dead letters deleted.", deleted) % {"n": deleted}
+    if skipped:
+        text += " " + ngettext(
+            "%(n)d skipped: no longer failed (retried or deleted meanwhile).",
+            "%(n)d skipped: no longer failed (retried or deleted meanwhile).",
+            skipped,
+        ) % {"n": skipped}
+    return text
+
+
+@admin.register(FailedJob)
+class FailedJobAdmin(JobAdminBase):
+    list_display = ["short_id", "name", "queue", "attempts_display", "finished_at", "last_error_short"]
+    list_display_links = ["short_id", "name"]
+    list_filter = [QueueFilter, JobNameFilter]
+    ordering = ["-finished_at", "-pk"]
+    actions = ["retry", "delete_dead_letters"]
+    deletable_label = gettext_lazy("failed")
+
+    def has_retry_permission(self, request, obj=None) -> bool:
+        """Retrying is changing a dead letter: the `change` permission (the page itself stays read-only)."""
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+
+    def delete_fenced(self, queryset) -> int:
+        return queryset.delete_all()[0]
+
+    # Actions on the selected rows
+
+    @admin.action(description=gettext_lazy("Retry selected dead letters"), permissions=["retry"])
+    def retry(self, request, queryset):
+        report = queryset.retry_all()
+        # Rows selected on the page that left the dead letters since (a double submit).
+        report.not_failed += max(selected_count(request) - report.retried - report.skipped, 0)
+        self.message_user(
+            request, retry_message(report), messages.SUCCESS if report.retried else messages.WARNING
+        )
+
+    @admin.action(description=gettext_lazy("Delete selected dead letters"), permissions=["delete"])
+    def delete_dead_letters(self, request, queryset):
+        if request.POST.get("post") != "yes":
+            return confirm_action(
+                self,
+                request,
+                queryset,
+                title=_("Delete dead letters?"),
+                question=_("These failed jobs and their error history will be deleted."),
+                button=_("Yes, delete them"),
+                count="",
+            )
+        deleted, skipped = queryset.delete_all()
+        skipped += max(selected_count(request) - deleted - skipped, 0)
+        self.message_user(
+            request, delete_message(deleted, skipped), messages.SUCCESS if deleted else messages.WARNING
+        )
+        return None
+
+    # Buttons: on the detail page, and "all matching the current filter" on the list
+
+    def get_urls(self):
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
+        view = self.admin_site.admin_view
+        return [
+            path("retry-matching/", view(self.retry_matching_view), name=f"{prefix}_retry_matching"),
+            path("delete-matching/", view(self.delete_matching_view), name=f"{prefix}_delete_matching"),
+            path("<path:object_id>/retry/", view(require_POST(self.retry_view)), name=f"{prefix}_retry"),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request, extra_context=None):
+        query = request.GET.urlencode()
+        suffix = f"?{query}" if query else ""
+        tools = []
+        if self.has_retry_permission(request):
+            tools.append(
+                {"url": reverse(self._url("retry_matching")) + suffix, "label": _("Retry all matching")}
+            )
+        if self.has_delete_permission(request):
+            tools.append(
+                {"url": reverse(self._url("delete_matching")) + suffix, "label": _("Delete all matching")}
+            )
+        return super().changelist_view(request, {**(extra_context or {}), "dbjobs_list_tools": tools})
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        context = {
+            **(extra_context or {}),
+            "can_retry": self.has_retry_permission(request),
+            "retry_url": reverse(self._url("retry"), args=[quote(object_id)]),
+        }
+        return super().change_view(request, object_id, form_url, context)
+
+    def retry_view(self, request, object_id):
+        if not self.has_retry_permission(request):
+            raise PermissionDenied
+        report = FailedJob.objects.filter(pk=object_id).retry_all()
+        self.message_user(
+            request, retry_message(report), messages.SUCCESS if report.retried else messages.WARNING
+        )
+        return HttpResponseRedirect(reverse(self._url("changelist")))
+
+    def retry_matching_view(self, request):
+        if not self.has_retry_permission(request):
+            raise PermissionDenied
+        return self._matching(
+            request,
+            lambda queryset: retry_message(queryset.retry_all()),
+            title=_("Retry all matching dead letters?"),
+            question=_(
+                "Every dead letter matching the current filter is queued again, due now, attempts reset."
+            ),
+            button=_("Yes, retry them"),
+        )
+
+    def delete_matching_view(self, request):
+        if not self.has_delete_permission(request):
+            raise PermissionDenied
+        return self._matching(
+            request,
+            lambda queryset: delete_message(*queryset.delete_all()),
+            title=_("Delete all matching dead letters?"),
+            question=_("Every dead letter matching the current filter is deleted with its error history."),
+            button=_("Yes, delete them"),
+        )
+
+    def _matching(self, request, change, *, title, question, button):
+        """GET: what the current filter matches, to confirm; POST: change it in batches."""
+        queryset = self.get_changelist_instance(request).get_queryset(request)
+        query = request.GET.urlencode()
+        back = reverse(self._url("changelist")) + (f"?{query}" if query else "")
+        if request.method == "POST":
+            self.message_user(request, change(queryset), messages.SUCCESS)
+            return HttpResponseRedirect(back)
+        counted = CappedCountPaginator(queryset, 1)
+        count = (
+            _("More than %(n)s dead letters match.") % {"n": COUNT_CAP}
+            if counted.capped
+            else ngettext("%(n)d dead letter matches.", "%(n)d dead letters match.", counted.count)
+            % {"n": counted.count}
+        )
+        return confirm_page(
+            self,
+            request,
+            title=title,
+            question=question,
+            button=button,
+            count=count,
+            shown=list(queryset[:21]),
+            form_url="",
+            cancel_url=back,
+        )
+
+    def _url(self, name: str) -> str:
+        return f"admin:{self.opts.app_label}_{self.opts.model_name}_{name}"

@@ -1,0 +1,270 @@
+"""The job list: read-only, fast on millions of rows; READY jobs can be cancelled."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from ..models import Job, JobStatus
+from . import display
+from .confirm import confirm_action, confirm_page
+from .listing import FastListMixin, JobNameFilter, PriorityFilter, QueueFilter
+from .masking import masked_arguments, masked_return_value
+
+DETAIL_FIELDSETS = [
+    (
+        None,
+        {"fields": ["id", "name", "status_display", "queue", "priority", "attempts_display", "unique_key"]},
+    ),
+    (_("Arguments and result"), {"fields": ["arguments", "return_value_display"]}),
+    (_("Timeline"), {"fields": ["timeline"]}),
+    (_("Attempts"), {"fields": ["attempts_table"]}),
+]
+
+
+class JobAdminBase(FastListMixin, admin.ModelAdmin):
+    """What the job list and the dead-letter list share: a read-only, fast list and detail page."""
+
+    list_filter = ["status", QueueFilter, JobNameFilter, PriorityFilter]
+    search_fields = ["id", "name", "unique_key"]  # matched exactly: see get_search_results()
+    search_help_text = _("An exact job id, job name or unique key.")
+    date_hierarchy = "enqueued_at"
+    change_list_template = "admin/django_dbjobs/job_change_list.html"
+    change_form_template = "admin/django_dbjobs/job_change_form.html"
+    fieldsets = DETAIL_FIELDSETS
+    readonly_fields = [
+        "id",
+        "name",
+        "status_display",
+        "queue",
+        "priority",
+        "attempts_display",
+        "unique_key",
+        "arguments",
+        "return_value_display",
+        "timeline",
+        "attempts_table",
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False  # the detail page is read-only; state changes are actions
+
+    def get_actions(self, request, action_location=None):
+        # action_location: Django 6.1's actions on the change form; absent on 5.2.
+        extra = {} if action_location is None else {"action_location": action_location}
+        actions = super().get_actions(request, **extra)
+        actions.pop("delete_selected", None)  # it would delete jobs of any status
+        return actions
+
+    def get_search_results(self, request, queryset, search_term):
+        """Exact matches only, each served by an index: the id, or the job name or unique key."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            uuid.UUID(term)
+        except ValueError:
+            return queryset.filter(Q(name=term) | Q(unique_key=term)), False
+        return queryset.filter(pk=term.lower()), False
+
+    # The list's columns
+
+    @admin.display(description=_("id"), ordering="pk")
+    def short_id(self, job: Job) -> str:
+        return job.pk[:13] + "…"
+
+    @admin.display(description=_("status"), ordering="status")
+    def status_display(self, job: Job) -> str:
+        return display.status_badge(job.status)
+
+    @admin.display(description=_("attempts"))
+    def attempts_display(self, job: Job) -> str:
+        return f"{job.attempts} / {job.max_attempts}"
+
+    @admin.display(description=_("last error"))
+    def last_error_short(self, job: Job) -> str:
+        return display.short_text(job.last_error) or "-"
+
+    # The detail page
+
+    @admin.display(description=_("arguments"))
+    def arguments(self, job: Job) -> str:
+        args, kwargs = masked_arguments(job.name, job.args, job.kwargs)
+        return format_html(
+            "<strong>args</strong>{}<strong>kwargs</strong>{}",
+            display.pretty_json(args),
+            display.pretty_json(kwargs),
+        )
+
+    @admin.display(description=_("return value"))
+    def return_value_display(self, job: Job) -> str:
+        if job.status != JobStatus.SUCCESSFUL:
+            return "-"
+        return display.pretty_json(masked_return_value(job.name, job.return_value))
+
+    @admin.display(description=_("timeline"))
+    def timeline(self, job: Job) -> str:
+        rows = [[_("Enqueued"), job.enqueued_at, "", ""]]
+        if job.scheduled_for:
+            rows.append([_("Scheduled for (its schedule's due time)"), job.scheduled_for, "", ""])
+        rows.append([_("Due"), job.run_at, "", ""])
+        if job.started_at:
+            rows.append([_("First started"), job.started_at, "", ""])
+        workers = list(job.worker_ids or [])
+        for error in job.errors or []:
+            rows.append(
+                [
+                    _("Attempt %(n)s failed") % {"n": error.get("attempt", "?")},
+                    error.get("at", ""),
+                    error.get("worker", ""),
+                    display.short_text(error.get("summary", "")),
+                ]
+            )
+        if job.last_attempted_at:
+            rows.append([_("Last attempt started"), job.last_attempted_at, job.worker or "", ""])
+        if job.status == JobStatus.RUNNING:
+            rows.append([_("Running now"), "", job.worker or "", ""])
+        if job.finished_at:
+            rows.append(
+                [_("Finished: %(status)s") % {"status": job.get_status_display()}, job.finished_at, "", ""]
+            )
+        table = display.table([_("Event"), _("When"), _("Worker"), _("Detail")], rows)
+        if workers:
+            table += format_html(
+                "<p>{}: {}</p>", _("Worker of each attempt since the last retry"), ", ".join(workers)
+            )
+        return table
+
+    @admin.display(description=_("errors"))
+    def attempts_table(self, job: Job) -> str:
+        errors = job.errors or []
+        if not errors:
+            return _("No failed attempts.")
+        rows = [
+            [
+                error.get("attempt", "?"),
+                error.get("at", ""),
+                error.get("worker", ""),
+                format_html(
+                    '<strong>{}</strong><details><summary>{}</summary><pre class="dbjobs-traceback">{}</pre>'
+                    "</details>",
+                    error.get("summary", ""),
+                    _("Traceback"),
+                    error.get("traceback", "") or _("(none recorded)"),
+                ),
+            ]
+            for error in reversed(errors)
+        ]
+        return display.table([_("Attempt"), _("At"), _("Worker"), _("Error")], rows)
+
+    # Deleting one job from its page: fenced like the actions
+
+    def delete_view(self, request, object_id, extra_context=None):
+        job = self.get_object(request, object_id)
+        changelist = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
+        if job is None:
+            self.message_user(request, _("That job no longer exists."), messages.WARNING)
+            return HttpResponseRedirect(changelist)
+        if not self.has_delete_permission(request, job):
+            raise PermissionDenied
+        if request.method == "POST":
+            deleted = self.delete_fenced(self.model.objects.filter(pk=job.pk))
+            if deleted:
+                self.message_user(request, _("The job was deleted."), messages.SUCCESS)
+            else:
+                self.message_user(
+                    request,
+                    _("Nothing deleted: the job is no longer %(status)s.") % {"status": self.deletable_label},
+                    messages.WARNING,
+                )
+            return HttpResponseRedirect(changelist)
+        return confirm_page(
+            self,
+            request,
+            title=_("Delete this job?"),
+            question=_(
+                "This deletes the job and its history. Only a job that is still %(status)s is deleted."
+            )
+            % {"status": self.deletable_label},
+            button=_("Yes, delete it"),
+            count="",
+            shown=[job],
+            form_url="",
+            cancel_url=reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[job.pk]),
+        )
+
+    deletable_label = _("ready")
+
+    def delete_fenced(self, queryset) -> int:
+        return queryset.cancel()
+
+
+@admin.register(Job)
+class JobAdmin(JobAdminBase):
+    list_display = [
+        "short_id",
+        "name",
+        "status_display",
+        "queue",
+        "priority",
+        "attempts_display",
+        "enqueued_at",
+        "run_at",
+        "finished_at",
+        "last_error_short",
+    ]
+    list_display_links = ["short_id", "name"]
+    ordering = ["-pk"]  # newest first: ids are UUIDv7, ordered by enqueue time
+    actions = ["cancel"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.status != JobStatus.READY:
+            return False  # only a READY job can be cancelled
+        return super().has_delete_permission(request, obj)
+
+    @admin.action(description=_("Cancel (delete) selected ready jobs"), permissions=["delete"])
+    def cancel(self, request, queryset):
+        if request.POST.get("post") != "yes":
+            return confirm_action(
+                self,
+                request,
+                queryset.ready(),
+                title=_("Cancel ready jobs?"),
+                question=_(
+                    "These jobs are deleted if still ready; running and finished ones are left alone."
+                ),
+                button=_("Yes, cancel them"),
+                count="",
+            )
+        selected = queryset.count()
+        cancelled = queryset.cancel()
+        skipped = selected - cancelled
+        self.message_user(
+            request,
+            ngettext("%(n)d ready job cancelled.", "%(n)d ready jobs cancelled.", cancelled)
+            % {"n": cancelled}
+            + (
+                " "
+                + ngettext(
+                    "%(n)d skipped: not ready (running or finished).",
+                    "%(n)d skipped: not ready (running or finished).",
+                    skipped,
+                )
+                % {"n": skipped}
+                if skipped
+                else ""
+            ),
+            messages.SUCCESS if cancelled else messages.WARNING,
+        )
+        return None

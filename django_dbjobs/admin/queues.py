@@ -1,0 +1,141 @@
+"""Queues: counts, lag and pause/resume per queue; and the overview page with the last hour's chart."""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from ..conf import settings
+from ..exceptions import InvalidJob
+from ..models import Overview, Queue, WorkerProcess
+from ..queue_stats import finished_per_minute, queue_rows
+from . import display
+from .chart import throughput_svg
+
+logger = logging.getLogger("django_dbjobs")
+
+
+class QueuePageMixin:
+    """A page of its own in place of the changelist; nothing to add, edit or delete."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        return HttpResponseRedirect(reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist"))
+
+    def queue_context(self, request) -> dict:
+        rows = queue_rows()
+        for row in rows:
+            row.lag_text = display.seconds_text(row.lag)
+        can_pause = request.user.has_perm("django_dbjobs.change_queue")
+        return {
+            "queue_rows": rows,
+            "can_pause": can_pause,
+            "pause_url": reverse("admin:django_dbjobs_queue_pause"),
+            "resume_url": reverse("admin:django_dbjobs_queue_resume"),
+        }
+
+    def render_page(self, request, template: str, title: str, context: dict):
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "has_view_permission": True,
+            **context,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, template, context)
+
+
+@admin.register(Queue)
+class QueueAdmin(QueuePageMixin, admin.ModelAdmin):
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("pause/", view(require_POST(self.pause_view)), name="django_dbjobs_queue_pause"),
+            path("resume/", view(require_POST(self.resume_view)), name="django_dbjobs_queue_resume"),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request, extra_context=None):
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        return self.render_page(
+            request, "admin/django_dbjobs/queues.html", _("Queues"), self.queue_context(request)
+        )
+
+    def pause_view(self, request):
+        return self._pause_or_resume(request, pause=True)
+
+    def resume_view(self, request):
+        return self._pause_or_resume(request, pause=False)
+
+    def _pause_or_resume(self, request, pause: bool):
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        name = request.POST.get("queue", "")
+        back = request.POST.get("next") or reverse("admin:django_dbjobs_queue_changelist")
+        if not back.startswith("/") or back.startswith("//"):
+            back = reverse("admin:django_dbjobs_queue_changelist")
+        user = request.user.get_username()
+        try:
+            changed = Queue.objects.pause([name], by=user) if pause else Queue.objects.resume([name])
+        except InvalidJob as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(back)
+        if changed:
+            logger.info("Queue %s queue=%s by=%s", "paused" if pause else "resumed", name, user)
+            text = (
+                _("Queue %(name)s paused: workers stop claiming from it within a second or two.")
+                if pause
+                else _("Queue %(name)s resumed.")
+            )
+            self.message_user(request, text % {"name": name}, messages.SUCCESS)
+        else:
+            text = _("Queue %(name)s was already paused.") if pause else _("Queue %(name)s was not paused.")
+            self.message_user(request, text % {"name": name}, messages.WARNING)
+        return HttpResponseRedirect(back)
+
+
+@admin.register(Overview)
+class OverviewAdmin(QueuePageMixin, admin.ModelAdmin):
+    def has_view_permission(self, request, obj=None) -> bool:
+        return request.user.has_perm("django_dbjobs.view_job")
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_module_permission(self, request) -> bool:
+        return self.has_view_permission(request)
+
+    def changelist_view(self, request, extra_context=None):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        minutes = finished_per_minute(60)
+        workers = list(WorkerProcess.objects.live())
+        context = {
+            **self.queue_context(request),
+            "chart": throughput_svg(minutes),
+            "succeeded_last_hour": sum(m.succeeded for m in minutes),
+            "failed_last_hour": sum(m.failed for m in minutes),
+            "live_workers": len(workers),
+            "live_threads": sum(worker.concurrency for worker in workers),
+            "dead_letters_url": reverse("admin:django_dbjobs_failedjob_changelist"),
+            "workers_url": reverse("admin:django_dbjobs_workerprocess_changelist"),
+            "jobs_url": reverse("admin:django_dbjobs_job_changelist"),
+            "heartbeat_timeout": settings.HEARTBEAT_TIMEOUT,
+            "can_see_dead_letters": request.user.has_perm("django_dbjobs.view_failedjob"),
+        }
+        return self.render_page(request, "admin/django_dbjobs/overview.html", _("Jobs overview"), context)

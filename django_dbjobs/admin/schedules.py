@@ -1,0 +1,198 @@
+"""Schedules: next and last runs, enable/disable, run now, and an edit form that validates."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, Subquery
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+from django.views.decorators.http import require_POST
+
+from ..exceptions import DbJobsError
+from ..models import DefinedIn, Job, Schedule
+from ..schedule_report import _local, state
+from . import display
+
+DEFINITION_FIELDS = [
+    "name",
+    "job",
+    "cron",
+    "timezone",
+    "args",
+    "kwargs",
+    "queue",
+    "priority",
+    "max_attempts",
+    "missed_runs",
+    "catch_up_window",
+    "no_overlap",
+    "due_time_argument",
+]
+STATE_FIELDS = [
+    "defined_in",
+    "state_display",
+    "next_run_local",
+    "next_due_at",
+    "last_run_display",
+    "last_fired_at",
+    "last_manual_display",
+    "last_error",
+    "removed_at",
+]
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "cron",
+        "timezone",
+        "job",
+        "enabled",
+        "next_run_local",
+        "next_due_at",
+        "last_run_display",
+        "state_display",
+    ]
+    list_filter = ["enabled", "defined_in"]
+    search_fields = ["name", "job"]
+    actions = ["enable_schedules", "disable_schedules", "run_now"]
+    change_form_template = "admin/django_dbjobs/schedule_change_form.html"
+
+    def get_fieldsets(self, request, obj=None):
+        return [
+            (None, {"fields": [*DEFINITION_FIELDS[:4], "enabled"]}),
+            (_("Job options"), {"fields": DEFINITION_FIELDS[4:9]}),
+            (_("Missed runs and overlap"), {"fields": DEFINITION_FIELDS[9:]}),
+            *([(_("State"), {"fields": STATE_FIELDS})] if obj is not None else []),
+        ]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and obj.defined_in == DefinedIn.SETTINGS:
+            return [*DEFINITION_FIELDS, *STATE_FIELDS]  # DBJOBS_SCHEDULES owns them; `enabled` stays
+        return STATE_FIELDS
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.defined_in == DefinedIn.SETTINGS and obj.removed_at is None:
+            return False  # the next worker start would create it again: remove it from the setting
+        return super().has_delete_permission(request, obj)
+
+    def get_queryset(self, request):
+        status = Job.objects.filter(pk=OuterRef("last_job_id")).values("status")[:1]
+        return super().get_queryset(request).annotate(last_job_status=Subquery(status))
+
+    # Columns
+
+    @admin.display(description=_("next run (local)"), ordering="next_due_at")
+    def next_run_local(self, schedule: Schedule) -> str:
+        text = _local(schedule.next_due_at, schedule.timezone)
+        return f"{text[:19].replace('T', ' ')} {schedule.timezone}" if text else "-"
+
+    @admin.display(description=_("last run"), ordering="last_due_at")
+    def last_run_display(self, schedule: Schedule) -> str:
+        if not schedule.last_job_id:
+            return "-"
+        status = getattr(schedule, "last_job_status", None)
+        link = reverse("admin:django_dbjobs_job_change", args=[quote(schedule.last_job_id)])
+        return format_html(
+            '{} <a href="{}">{}</a>',
+            _local(schedule.last_due_at, schedule.timezone)[:19].replace("T", " ")
+            if schedule.last_due_at
+            else "",
+            link,
+            display.status_badge(status) if status else _("(deleted)"),
+        )
+
+    @admin.display(description=_("last manual run"))
+    def last_manual_display(self, schedule: Schedule) -> str:
+        if not schedule.last_manual_job_id:
+            return "-"
+        link = reverse("admin:django_dbjobs_job_change", args=[quote(schedule.last_manual_job_id)])
+        return format_html(
+            '{} <a href="{}">{}</a>', schedule.last_manual_at, link, schedule.last_manual_job_id
+        )
+
+    @admin.display(description=_("state"))
+    def state_display(self, schedule: Schedule) -> str:
+        text = state(schedule)
+        if schedule.last_error:
+            return format_html('<span class="dbjobs-paused" title="{}">{}</span>', schedule.last_error, text)
+        return text
+
+    # Actions
+
+    @admin.action(description=gettext_lazy("Enable selected schedules"), permissions=["change"])
+    def enable_schedules(self, request, queryset):
+        count = queryset.enable()
+        self.message_user(
+            request, ngettext("%(n)d schedule enabled.", "%(n)d schedules enabled.", count) % {"n": count}
+        )
+
+    @admin.action(description=gettext_lazy("Disable selected schedules"), permissions=["change"])
+    def disable_schedules(self, request, queryset):
+        count = queryset.disable()
+        self.message_user(
+            request, ngettext("%(n)d schedule disabled.", "%(n)d schedules disabled.", count) % {"n": count}
+        )
+
+    @admin.action(description=gettext_lazy("Run selected schedules now"), permissions=["change"])
+    def run_now(self, request, queryset):
+        for schedule in queryset:
+            self._run_now(request, schedule)
+
+    def _run_now(self, request, schedule: Schedule) -> None:
+        try:
+            job, created = schedule.run_now()
+        except DbJobsError as exc:
+            self.message_user(
+                request,
+                _("%(name)s was not run: %(error)s") % {"name": schedule.name, "error": exc},
+                messages.ERROR,
+            )
+            return
+        if created:
+            self.message_user(
+                request, _("%(name)s enqueued job %(job)s.") % {"name": schedule.name, "job": job.pk}
+            )
+        else:
+            self.message_user(
+                request,
+                _("%(name)s was not run: its previous job %(job)s is still active (no overlap).")
+                % {"name": schedule.name, "job": job.pk},
+                messages.WARNING,
+            )
+
+    # "Run now" on the detail page
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/run-now/",
+                view(require_POST(self.run_now_view)),
+                name="django_dbjobs_schedule_run_now",
+            ),
+            *super().get_urls(),
+        ]
+
+    def run_now_view(self, request, object_id):
+        schedule = self.get_object(request, object_id)
+        if schedule is None:
+            self.message_user(request, _("That schedule no longer exists."), messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:django_dbjobs_schedule_changelist"))
+        if not self.has_change_permission(request, schedule):
+            raise PermissionDenied
+        self._run_now(request, schedule)
+        return HttpResponseRedirect(reverse("admin:django_dbjobs_schedule_change", args=[quote(schedule.pk)]))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        context = {
+            **(extra_context or {}),
+            "run_now_url": reverse("admin:django_dbjobs_schedule_run_now", args=[quote(object_id)]),
+        }
+        return super().change_view(request, object_id, form_url, context)

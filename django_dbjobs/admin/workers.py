@@ -1,0 +1,106 @@
+"""Workers: the run_jobs processes, their heartbeats, and the jobs each is running."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+
+from ..conf import settings
+from ..models import Job, JobStatus, WorkerProcess
+from . import display
+
+
+@admin.register(WorkerProcess)
+class WorkerProcessAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "hostname",
+        "pid",
+        "queues_display",
+        "concurrency",
+        "started_at",
+        "heartbeat_display",
+        "running_display",
+    ]
+    readonly_fields = [
+        "id",
+        "hostname",
+        "pid",
+        "queues_display",
+        "concurrency",
+        "started_at",
+        "heartbeat_display",
+        "running_jobs",
+    ]
+    fields = readonly_fields
+    ordering = ["hostname", "started_at"]
+    search_fields = ["hostname", "id"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # a live worker would write its row again; a dead one's is swept
+
+    def get_queryset(self, request):
+        running = (
+            Job.objects.filter(status=JobStatus.RUNNING, worker=OuterRef("pk"))
+            .order_by()
+            .values("worker")
+            .annotate(count=Count("pk"))
+            .values("count")
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(running_count=Coalesce(Subquery(running, output_field=IntegerField()), 0))
+        )
+
+    @admin.display(description=_("queues"))
+    def queues_display(self, worker: WorkerProcess) -> str:
+        return ", ".join(worker.queues) if worker.queues else _("all")
+
+    @admin.display(description=_("last heartbeat"), ordering="heartbeat_at")
+    def heartbeat_display(self, worker: WorkerProcess) -> str:
+        age = (timezone.now() - worker.heartbeat_at).total_seconds()
+        text = display.ago(worker.heartbeat_at)
+        if age > settings.HEARTBEAT_TIMEOUT:
+            return format_html('<span class="dbjobs-paused">{} ({})</span>', text, _("presumed dead"))
+        return text
+
+    @admin.display(description=_("running jobs"), ordering="running_count")
+    def running_display(self, worker: WorkerProcess) -> str:
+        count = getattr(worker, "running_count", 0)
+        if not count:
+            return "0"
+        url = reverse("admin:django_dbjobs_job_changelist") + f"?status=RUNNING&worker={worker.pk}"
+        return format_html('<a href="{}">{}</a>', url, count)
+
+    @admin.display(description=_("running jobs"))
+    def running_jobs(self, worker: WorkerProcess) -> str:
+        jobs = Job.objects.filter(status=JobStatus.RUNNING, worker=worker.pk).order_by("last_attempted_at")[
+            :200
+        ]
+        rows = [
+            [
+                format_html(
+                    '<a href="{}">{}</a>', reverse("admin:django_dbjobs_job_change", args=[job.pk]), job.pk
+                ),
+                job.name,
+                job.queue,
+                f"{job.attempts} / {job.max_attempts}",
+                display.ago(job.last_attempted_at),
+            ]
+            for job in jobs
+        ]
+        if not rows:
+            return _("None.")
+        return display.table([_("Job"), _("Name"), _("Queue"), _("Attempt"), _("Started")], rows)

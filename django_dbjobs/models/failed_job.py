@@ -1,0 +1,131 @@
+"""FailedJob: the dead letters (FAILED jobs), with fenced retry and delete."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, models, transaction
+from django.db.models import F
+from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+
+from .job import Job
+from .queryset import JobQuerySet
+from .states import Isolation, JobStatus
+
+#: Rows changed per statement (and per transaction) by retry_all() and delete_all().
+BATCH_SIZE = 500
+
+
+@dataclass
+class RetryReport:
+    """What a retry did: jobs queued again, and jobs skipped with the reason."""
+
+    retried: int = 0
+    #: No longer FAILED when the retry came: retried or deleted meanwhile (a double submit).
+    not_failed: int = 0
+    #: Their unique_key is held by another READY or RUNNING job.
+    key_held: int = 0
+
+    @property
+    def skipped(self) -> int:
+        return self.not_failed + self.key_held
+
+    def add(self, other: RetryReport) -> None:
+        self.retried += other.retried
+        self.not_failed += other.not_failed
+        self.key_held += other.key_held
+
+
+def retry_changes() -> dict:
+    """The columns a retry writes: READY and due now, attempts reset, the error history kept."""
+    return {
+        "status": JobStatus.READY,
+        "run_at": Now(),
+        "attempts": 0,
+        "worker": None,
+        "worker_ids": [],
+        "finished_at": None,
+        "return_value": None,
+        "active_key": F("unique_key"),
+        "isolation": Isolation.NONE,
+    }
+
+
+class FailedJobQuerySet(JobQuerySet):
+    def retry_all(self, batch_size: int = BATCH_SIZE) -> RetryReport:
+        """Queue these dead letters again, `batch_size` at a time; report what changed and what not.
+
+        Each batch is one transaction of fenced UPDATEs (``status = 'FAILED'`` in the
+        WHERE clause), so a job retried twice, or deleted meanwhile, is skipped, never
+        run twice. A job whose unique_key another active job holds is skipped too.
+        """
+        report = RetryReport()
+        for pks in self._batches(batch_size):
+            report.add(self._retry_batch(pks))
+        return report
+
+    def delete_all(self, batch_size: int = BATCH_SIZE) -> tuple[int, int]:
+        """Delete these dead letters, `batch_size` at a time; return (deleted, skipped).
+
+        Fenced: a job that is no longer FAILED (retried meanwhile) is skipped. One
+        DELETE per batch; no delete signals are sent.
+        """
+        deleted = skipped = 0
+        for pks in self._batches(batch_size):
+            with transaction.atomic(using=self.db):
+                count = Job.objects.using(self.db).filter(pk__in=pks).failed()._raw_delete(self.db)
+            deleted += count
+            skipped += len(pks) - count
+        return deleted, skipped
+
+    def _batches(self, batch_size: int):
+        """The primary keys of these rows, in key order, one list per batch (keyset pagination)."""
+        rows = self.order_by("pk").values_list("pk", flat=True)
+        last = None
+        while True:
+            pks = list((rows if last is None else rows.filter(pk__gt=last))[:batch_size])
+            if not pks:
+                return
+            yield pks
+            last = pks[-1]
+
+    def _retry_batch(self, pks: list[str]) -> RetryReport:
+        jobs = Job.objects.using(self.db)
+        keyed = dict(jobs.filter(pk__in=pks, unique_key__isnull=False).values_list("pk", "unique_key"))
+        report = RetryReport()
+        with transaction.atomic(using=self.db):
+            plain = [pk for pk in pks if pk not in keyed]
+            if plain:
+                report.retried += jobs.filter(pk__in=plain).failed().update(**retry_changes())
+            report.not_failed += len(plain) - report.retried
+            for pk in keyed:  # one at a time: a key held elsewhere fails only its own statement
+                try:
+                    with transaction.atomic(using=self.db):
+                        changed = jobs.filter(pk=pk).failed().update(**retry_changes())
+                except IntegrityError:
+                    report.key_held += 1
+                    continue
+                report.retried += changed
+                report.not_failed += 1 - changed
+        return report
+
+
+class FailedJobManager(models.Manager.from_queryset(FailedJobQuerySet)):
+    def get_queryset(self) -> FailedJobQuerySet:
+        return super().get_queryset().filter(status=JobStatus.FAILED)
+
+
+class FailedJob(Job):
+    """A job that ran out of attempts: a dead letter."""
+
+    objects = FailedJobManager()
+
+    class Meta:
+        proxy = True
+        verbose_name = _("dead letter")
+        verbose_name_plural = _("dead letters")
+
+    def retry(self) -> RetryReport:
+        """Queue this dead letter again (fenced: a no-op if it is no longer FAILED)."""
+        return FailedJob.objects.using(self._state.db).filter(pk=self.pk).retry_all()

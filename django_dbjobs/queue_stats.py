@@ -1,0 +1,110 @@
+"""Per-queue counts and lag, and jobs finished per minute: what the admin overview shows."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from django.db.models import Case, Count, Min, Q, Value, When
+from django.db.models.functions import Now, TruncMinute
+
+from . import db
+from .conf import settings
+from .models import Job, JobStatus, Queue
+
+
+@dataclass
+class QueueRow:
+    name: str
+    due: int = 0
+    later: int = 0
+    running: int = 0
+    failed: int = 0
+    oldest_due: datetime.datetime | None = None
+    paused_at: datetime.datetime | None = None
+    paused_by: str = ""
+    #: Seconds the oldest due job has waited (the queue's lag), by the database clock.
+    lag: float | None = field(default=None)
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+    @property
+    def ready(self) -> int:
+        return self.due + self.later
+
+
+def queue_rows(using: str = "default") -> list[QueueRow]:
+    """One row per queue that has READY, RUNNING or FAILED jobs, is paused, or is in DBJOBS_QUEUES.
+
+    One grouped query over the unfinished and failed jobs (index on status), one over
+    the queue table; finished successes are never read.
+    """
+    now = db.database_clock(using)
+    rows: dict[str, QueueRow] = {name: QueueRow(name) for name in settings.QUEUES or []}
+    counts = (
+        Job.objects.using(using)
+        .filter(status__in=[JobStatus.READY, JobStatus.RUNNING, JobStatus.FAILED])
+        .annotate(
+            is_due=Case(When(Q(status=JobStatus.READY, run_at__lte=Now()), then=Value(True)), default=False)
+        )
+        .values_list("queue", "status", "is_due")
+        .annotate(count=Count("pk"), oldest=Min("run_at"))
+        .order_by()
+    )
+    for queue, status, is_due, count, oldest in counts:
+        row = rows.setdefault(queue, QueueRow(queue))
+        if status == JobStatus.RUNNING:
+            row.running += count
+        elif status == JobStatus.FAILED:
+            row.failed += count
+        elif is_due:
+            row.due += count
+            row.oldest_due = oldest
+        else:
+            row.later += count
+    for queue in Queue.objects.using(using).all():
+        row = rows.setdefault(queue.name, QueueRow(queue.name))
+        row.paused_at, row.paused_by = queue.paused_at, queue.paused_by
+    for row in rows.values():
+        if row.oldest_due is not None:
+            row.lag = max((now - row.oldest_due).total_seconds(), 0.0)
+    return sorted(rows.values(), key=lambda row: row.name)
+
+
+@dataclass
+class Minute:
+    at: datetime.datetime
+    succeeded: int = 0
+    failed: int = 0
+
+
+def finished_per_minute(minutes: int = 60, using: str = "default") -> list[Minute]:
+    """Jobs that succeeded and failed in each of the last `minutes` minutes, oldest first.
+
+    Reads the index on (status, finished_at): only the last hour's finished jobs.
+    """
+    now = db.database_clock(using).replace(second=0, microsecond=0)
+    start = now - datetime.timedelta(minutes=minutes - 1)
+    buckets = {
+        start + datetime.timedelta(minutes=n): Minute(start + datetime.timedelta(minutes=n))
+        for n in range(minutes)
+    }
+    counts = (
+        Job.objects.using(using)
+        .filter(status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED], finished_at__gte=start)
+        .annotate(minute=TruncMinute("finished_at", tzinfo=datetime.timezone.utc))
+        .values_list("minute", "status")
+        .annotate(count=Count("pk"))
+        .order_by()
+    )
+    for minute, status, count in counts:
+        bucket = buckets.get(minute.astimezone(datetime.timezone.utc).replace(second=0, microsecond=0))
+        if bucket is None:
+            continue
+        if status == JobStatus.SUCCESSFUL:
+            bucket.succeeded += count
+        else:
+            bucket.failed += count
+    return list(buckets.values())

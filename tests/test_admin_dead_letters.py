@@ -1,0 +1,150 @@
+"""The dead-letter page: Retry and Delete as actions, buttons and for everything matching a filter."""
+
+import pytest
+from django.db.models.functions import Now
+
+from django_dbjobs.models import FailedJob, Job, JobStatus
+
+from .admin_helpers import action, failed_job, staff, text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LIST = "/admin/django_dbjobs/failedjob/"
+
+
+def test_dead_letters_list_only_failed_jobs_newest_first_with_their_error():
+    older = failed_job(last_error="ValueError: older one")
+    newer = failed_job(last_error="KeyError: newer one")
+    Job.objects.filter(pk=older.pk).update(finished_at=Now())  # finished later, listed first
+    Job.objects.create(name="tests.jobs.add", args=[1, 2])
+    client = staff(superuser=True)
+    page = text(client.get(LIST))
+    assert "ValueError: older one" in page and "KeyError: newer one" in page
+    assert page.index("ValueError: older one") < page.index("KeyError: newer one")
+    assert "tests.jobs.add" not in page.split('id="result_list"')[1]
+    assert newer.pk[:13] in page
+
+
+def test_retry_action_queues_dead_letters_again_with_their_history():
+    jobs = [failed_job(), failed_job()]
+    client = staff(superuser=True)
+    response = action(client, LIST, "retry", jobs)
+    assert response.status_code == 200
+    assert "2 jobs queued again." in client.messages(response)
+    for job in Job.objects.filter(pk__in=[j.pk for j in jobs]):
+        assert job.status == JobStatus.READY
+        assert job.attempts == 0 and job.worker is None and job.finished_at is None
+        assert job.errors and job.errors[0]["summary"] == "RuntimeError: boom"  # history kept
+    assert Job.objects.due().count() == 2
+
+
+def test_a_second_retry_of_the_same_jobs_is_skipped_and_reported():
+    job = failed_job()
+    client = staff(superuser=True)
+    action(client, LIST, "retry", [job])
+    # The same form posted again (a double submit): the row is READY now.
+    response = client.post(
+        LIST, {"action": "retry", "_selected_action": [job.pk], "index": 0, "select_across": 0}, follow=True
+    )
+    assert client.messages(response) == [
+        "0 jobs queued again. 1 skipped: no longer failed (retried or deleted meanwhile)."
+    ]
+    assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+
+
+def test_retry_skips_a_job_whose_unique_key_another_active_job_holds():
+    held = failed_job(name="tests.jobs.add", unique_key="user-7")
+    free = failed_job(name="tests.jobs.add", unique_key="user-8")
+    Job.objects.create(name="tests.jobs.add", args=[1, 2], unique_key="user-7", active_key="user-7")
+    client = staff(superuser=True)
+    response = action(client, LIST, "retry", [held, free])
+    assert response.status_code == 200
+    assert client.messages(response) == [
+        "1 job queued again. 1 skipped: its unique key is held by another ready or running job."
+    ]
+    assert Job.objects.get(pk=held.pk).status == JobStatus.FAILED
+    assert Job.objects.get(pk=free.pk).status == JobStatus.READY
+    assert Job.objects.get(pk=free.pk).active_key == "user-8"
+
+
+def test_two_dead_letters_with_the_same_key_retry_one():
+    first, second = failed_job(unique_key="k"), failed_job(unique_key="k")
+    report = FailedJob.objects.filter(pk__in=[first.pk, second.pk]).retry_all()
+    assert (report.retried, report.key_held, report.not_failed) == (1, 1, 0)
+    assert Job.objects.filter(status=JobStatus.READY, unique_key="k").count() == 1
+
+
+def test_delete_action_asks_first_then_deletes_only_dead_letters():
+    job = failed_job()
+    client = staff(superuser=True)
+    confirm = client.post(LIST, {"action": "delete_dead_letters", "_selected_action": [job.pk], "index": 0})
+    assert confirm.status_code == 200 and "Delete dead letters?" in text(confirm)
+    assert Job.objects.filter(pk=job.pk).exists()
+    response = action(client, LIST, "delete_dead_letters", [job], post="yes")
+    assert client.messages(response) == ["1 dead letter deleted."]
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_detail_page_buttons_retry_and_delete():
+    retried, deleted = failed_job(), failed_job()
+    client = staff(superuser=True)
+    page = text(client.get(f"{LIST}{retried.pk}/change/"))
+    assert f"{LIST}{retried.pk}/retry/" in page and f"{LIST}{retried.pk}/delete/" in page
+    response = client.post(f"{LIST}{retried.pk}/retry/", follow=True)
+    assert client.messages(response) == ["1 job queued again."]
+    assert Job.objects.get(pk=retried.pk).status == JobStatus.READY
+    assert client.get(f"{LIST}{deleted.pk}/delete/").status_code == 200  # the confirmation
+    assert Job.objects.filter(pk=deleted.pk).exists()
+    response = client.post(f"{LIST}{deleted.pk}/delete/", {"post": "yes"}, follow=True)
+    assert client.messages(response) == ["The job was deleted."]
+    assert not Job.objects.filter(pk=deleted.pk).exists()
+
+
+def test_retry_all_matching_the_filter_in_batches():
+    emails = [failed_job(queue="emails") for _ in range(12)]
+    others = [failed_job(queue="default") for _ in range(3)]
+    client = staff(superuser=True)
+    confirm = client.get(f"{LIST}retry-matching/?queue=emails")
+    assert confirm.status_code == 200 and "12 dead letters match." in text(confirm)
+    assert FailedJob.objects.count() == 15
+    response = client.post(f"{LIST}retry-matching/?queue=emails", follow=True)
+    assert client.messages(response) == ["12 jobs queued again."]
+    assert set(Job.objects.ready().values_list("pk", flat=True)) == {job.pk for job in emails}
+    assert set(FailedJob.objects.values_list("pk", flat=True)) == {job.pk for job in others}
+
+
+def test_batched_retry_and_delete_walk_past_skipped_rows():
+    keyed = failed_job(unique_key="held")
+    Job.objects.create(name=keyed.name, unique_key="held", active_key="held")
+    plain = [failed_job() for _ in range(10)]
+    report = FailedJob.objects.all().retry_all(batch_size=3)
+    assert (report.retried, report.key_held) == (10, 1)
+    assert all(Job.objects.get(pk=job.pk).status == JobStatus.READY for job in plain)
+    more = [failed_job() for _ in range(7)]
+    deleted, skipped = FailedJob.objects.all().delete_all(batch_size=2)
+    assert (deleted, skipped) == (8, 0)  # the 7 new ones and the keyed one
+    assert not Job.objects.filter(pk__in=[job.pk for job in more]).exists()
+
+
+def test_delete_all_matching_the_filter():
+    [failed_job(queue="emails") for _ in range(4)]
+    kept = failed_job(queue="default")
+    client = staff(superuser=True)
+    response = client.post(f"{LIST}delete-matching/?queue=emails", follow=True)
+    assert client.messages(response) == ["4 dead letters deleted."]
+    assert list(FailedJob.objects.values_list("pk", flat=True)) == [kept.pk]
+
+
+def test_a_retried_job_is_not_deleted_by_a_stale_delete():
+    job = failed_job()
+    FailedJob.objects.filter(pk=job.pk).retry_all()
+    client = staff(superuser=True)
+    response = action(client, LIST, "delete_dead_letters", [job], post="yes")
+    # The row left the dead letters: nothing is deleted, and the skip is reported.
+    assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+    assert client.messages(response) == [
+        "0 dead letters deleted. 1 skipped: no longer failed (retried or deleted meanwhile)."
+    ]
+    assert FailedJob.objects.filter(pk=job.pk).delete_all() == (0, 0)
+    deleted, skipped = FailedJob.objects.none().delete_all()
+    assert (deleted, skipped) == (0, 0)

@@ -1,0 +1,79 @@
+"""Paused queues: every worker's claim skips them within a second or two; the jobs wait."""
+
+import signal
+import time
+
+import pytest
+
+from django_dbjobs import enqueue
+from django_dbjobs.exceptions import InvalidJob
+from django_dbjobs.models import Job, JobStatus, Queue
+from django_dbjobs.paused_queues import PAUSE_CHECK_INTERVAL, PausedQueues
+
+from . import jobs
+from .conftest import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_pause_and_resume_are_fenced_and_report_what_changed():
+    assert Queue.objects.pause(["emails", "default"], by="ops") == 2
+    assert Queue.objects.pause(["emails"], by="someone else") == 0
+    assert Queue.objects.get(pk="emails").paused_by == "ops"
+    assert Queue.objects.resume(["emails"]) == 1
+    assert Queue.objects.resume(["emails"]) == 0
+    assert list(Queue.objects.paused().values_list("name", flat=True)) == ["default"]
+
+
+def test_pausing_a_malformed_queue_name_is_refused():
+    with pytest.raises(InvalidJob):
+        Queue.objects.pause(["no spaces please"])
+    assert not Queue.objects.exists()
+
+
+@pytest.mark.parametrize("queues", [None, ["emails", "default"]])
+def test_a_claim_skips_paused_queues(queues):
+    emails = Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails", priority=9)
+    default = Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="default")
+    claimed = Job.objects.claim("w1", limit=5, queues=queues, paused=frozenset({"emails"}))
+    assert [job.pk for job in claimed] == [default.pk]
+    assert Job.objects.get(pk=emails.pk).status == JobStatus.READY
+
+
+def test_a_claim_on_paused_queues_only_takes_nothing():
+    Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")
+    assert Job.objects.claim("w1", limit=5, queues=["emails"], paused=frozenset({"emails"})) == []
+    assert Job.objects.ready().count() == 1
+
+
+def test_the_worker_view_of_paused_queues_is_read_again_after_a_second(caplog):
+    paused = PausedQueues("w1", "default")
+    assert paused.current() == frozenset()
+    Queue.objects.pause(["emails"])
+    assert paused.current() == frozenset(), "trusted for a second"
+    time.sleep(PAUSE_CHECK_INTERVAL)
+    with caplog.at_level("INFO", logger="django_dbjobs"):
+        assert paused.current() == frozenset({"emails"})
+    assert "Queue paused, not claiming from it queue=emails" in caplog.text
+
+
+@pytest.mark.slow
+def test_a_running_worker_stops_claiming_from_a_paused_queue_and_resumes(run_jobs, record_file):
+    worker = run_jobs("--concurrency", "2")
+    enqueue(jobs.record, "warm-up")
+    assert wait_for(lambda: "warm-up" in record_file.read_text(), 20)
+    Queue.objects.pause(["emails"], by="test")
+    time.sleep(2 * PAUSE_CHECK_INTERVAL)  # "within a second or two"
+    waiting = enqueue(jobs.record, "paused-job", queue="emails")
+    enqueue(jobs.record, "other-queue")
+    assert wait_for(lambda: "other-queue" in record_file.read_text(), 20)
+    time.sleep(1.5)
+    assert "paused-job" not in record_file.read_text()
+    assert Job.objects.get(pk=waiting.pk).status == JobStatus.READY
+    Queue.objects.resume(["emails"])
+    assert wait_for(lambda: "paused-job" in record_file.read_text(), 20)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0
+    output = worker.output()
+    assert "Queue paused, not claiming from it queue=emails" in output
+    assert "Queue resumed queue=emails" in output

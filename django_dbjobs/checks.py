@@ -87,6 +87,20 @@ NUMBER_RULES = [
         "E018",
     ),
     (
+        "ADMIN_MASKED_ARGUMENTS",
+        lambda v: _names(v),
+        "must be a list of argument names (or parts of names)",
+        "For example: ['password', 'token'].",
+        "E019",
+    ),
+    (
+        "ADMIN_MASKED_JOBS",
+        lambda v: _names(v),
+        "must be a list of job names",
+        "For example: ['billing.jobs.charge_card'].",
+        "E019",
+    ),
+    (
         "MAX_PAYLOAD_BYTES",
         lambda v: _integer(v) and v >= 1,
         "must be a positive integer (bytes)",
@@ -94,6 +108,10 @@ NUMBER_RULES = [
         "E009",
     ),
 ]
+
+
+def _names(value) -> bool:
+    return isinstance(value, list | tuple) and all(isinstance(item, str) and item for item in value)
 
 
 def _number(value) -> bool:

@@ -25,10 +25,12 @@ def test_dead_letters_list_only_failed_jobs_newest_first_with_their_error():
     assert newer.pk[:13] in page
 
 
-def test_retry_action_queues_dead_letters_again_with_their_history():
+def test_retry_action_queues_dead_letters_again_with_their_history(caplog):
     jobs = [failed_job(), failed_job()]
     client = staff(superuser=True)
-    response = action(client, LIST, "retry", jobs)
+    with caplog.at_level("INFO", logger="django_dbjobs"):
+        response = action(client, LIST, "retry", jobs)
+    assert "Admin retried dead letters retried=2 skipped=0 by=ops" in caplog.text
     assert response.status_code == 200
     assert "2 jobs queued again." in client.messages(response)
     for job in Job.objects.filter(pk__in=[j.pk for j in jobs]):

@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
 from ..models import FailedJob, RetryReport
+from .audit import log_change
 from .confirm import confirm_action, confirm_page
 from .jobs import JobAdminBase
 from .listing import COUNT_CAP, CappedCountPaginator, JobNameFilter, QueueFilter
@@ -86,6 +87,7 @@ class FailedJobAdmin(JobAdminBase):
         report = queryset.retry_all()
         # Rows selected on the page that left the dead letters since (a double submit).
         report.not_failed += max(selected_count(request) - report.retried - report.skipped, 0)
+        log_change(request, "retried dead letters", retried=report.retried, skipped=report.skipped)
         self.message_user(
             request, retry_message(report), messages.SUCCESS if report.retried else messages.WARNING
         )
@@ -104,6 +106,7 @@ class FailedJobAdmin(JobAdminBase):
             )
         deleted, skipped = queryset.delete_all()
         skipped += max(selected_count(request) - deleted - skipped, 0)
+        log_change(request, "deleted dead letters", deleted=deleted, skipped=skipped)
         self.message_user(
             request, delete_message(deleted, skipped), messages.SUCCESS if deleted else messages.WARNING
         )
@@ -147,6 +150,7 @@ class FailedJobAdmin(JobAdminBase):
         if not self.has_retry_permission(request):
             raise PermissionDenied
         report = FailedJob.objects.filter(pk=object_id).retry_all()
+        log_change(request, "retried a dead letter", retried=report.retried, skipped=report.skipped)
         self.message_user(
             request, retry_message(report), messages.SUCCESS if report.retried else messages.WARNING
         )
@@ -157,7 +161,7 @@ class FailedJobAdmin(JobAdminBase):
             raise PermissionDenied
         return self._matching(
             request,
-            lambda queryset: retry_message(queryset.retry_all()),
+            lambda queryset: retry_message(self._logged_retry(request, queryset)),
             title=_("Retry all matching dead letters?"),
             question=_(
                 "Every dead letter matching the current filter is queued again, due now, attempts reset."
@@ -170,11 +174,21 @@ class FailedJobAdmin(JobAdminBase):
             raise PermissionDenied
         return self._matching(
             request,
-            lambda queryset: delete_message(*queryset.delete_all()),
+            lambda queryset: delete_message(*self._logged_delete(request, queryset)),
             title=_("Delete all matching dead letters?"),
             question=_("Every dead letter matching the current filter is deleted with its error history."),
             button=_("Yes, delete them"),
         )
+
+    def _logged_retry(self, request, queryset) -> RetryReport:
+        report = queryset.retry_all()
+        log_change(request, "retried matching dead letters", retried=report.retried, skipped=report.skipped)
+        return report
+
+    def _logged_delete(self, request, queryset) -> tuple[int, int]:
+        deleted, skipped = queryset.delete_all()
+        log_change(request, "deleted matching dead letters", deleted=deleted, skipped=skipped)
+        return deleted, skipped
 
     def _matching(self, request, change, *, title, question, button):
         """GET: what the current filter matches, to confirm; POST: change it in batches."""

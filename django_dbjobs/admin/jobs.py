@@ -15,6 +15,7 @@ from django.utils.translation import ngettext
 
 from ..models import Job, JobStatus
 from . import display
+from .audit import log_change
 from .confirm import confirm_action, confirm_page
 from .listing import FastListMixin, JobNameFilter, PriorityFilter, QueueFilter
 from .masking import masked_arguments, masked_return_value
@@ -180,6 +181,7 @@ class JobAdminBase(FastListMixin, admin.ModelAdmin):
             raise PermissionDenied
         if request.method == "POST":
             deleted = self.delete_fenced(self.model.objects.filter(pk=job.pk))
+            log_change(request, f"deleted {self.opts.model_name} {job.pk}", deleted=deleted)
             if deleted:
                 self.message_user(request, _("The job was deleted."), messages.SUCCESS)
             else:
@@ -250,6 +252,7 @@ class JobAdmin(JobAdminBase):
         selected = queryset.count()
         cancelled = queryset.cancel()
         skipped = selected - cancelled
+        log_change(request, "cancelled ready jobs", cancelled=cancelled, skipped=skipped)
         self.message_user(
             request,
             ngettext("%(n)d ready job cancelled.", "%(n)d ready jobs cancelled.", cancelled)

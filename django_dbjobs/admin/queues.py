@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
@@ -17,9 +15,8 @@ from ..exceptions import InvalidJob
 from ..models import Overview, Queue, WorkerProcess
 from ..queue_stats import finished_per_minute, queue_rows
 from . import display
+from .audit import log_change
 from .chart import throughput_svg
-
-logger = logging.getLogger("django_dbjobs")
 
 
 class QueuePageMixin:
@@ -96,7 +93,7 @@ class QueueAdmin(QueuePageMixin, admin.ModelAdmin):
             self.message_user(request, str(exc), messages.ERROR)
             return HttpResponseRedirect(back)
         if changed:
-            logger.info("Queue %s queue=%s by=%s", "paused" if pause else "resumed", name, user)
+            log_change(request, "paused a queue" if pause else "resumed a queue", queue=name)
             text = (
                 _("Queue %(name)s paused: workers stop claiming from it within a second or two.")
                 if pause

@@ -1,4 +1,4 @@
-.PHONY: demo test lint docs bench-smoke
+.PHONY: demo test lint docs bench-smoke screenshots
 
 # Run the example project's demo jobs on SQLite (no server needed).
 demo:
@@ -17,6 +17,13 @@ lint:
 docs:
 	bash -c 'source scripts/venv.sh && ensure_venv docs'
 	.venv/bin/python -m sphinx -W -b html docs docs/_build/html
+
+# The admin screenshots of the docs, taken by the browser test (needs chromium): docs/_static/admin-*.png.
+screenshots:
+	bash -c 'source scripts/venv.sh && ensure_venv "test,postgres"'
+	mkdir -p docs/_static
+	DBJOBS_SCREENSHOTS=docs/_static DBJOBS_REQUIRE_BROWSER=1 .venv/bin/python -m pytest -q -p no:cacheprovider \
+		tests/test_admin_browser.py
 
 # A tiny run of the benchmark on each database (CI keeps it working); see bench/README.md.
 bench-smoke:

@@ -22,7 +22,7 @@ def test_dead_letters_list_only_failed_jobs_newest_first_with_their_error():
     assert "ValueError: older one" in page and "KeyError: newer one" in page
     assert page.index("ValueError: older one") < page.index("KeyError: newer one")
     assert "tests.jobs.add" not in page.split('id="result_list"')[1]
-    assert newer.pk[:13] in page
+    assert newer.pk[-12:] in page
 
 
 def test_retry_action_queues_dead_letters_again_with_their_history(caplog):
@@ -81,6 +81,7 @@ def test_delete_action_asks_first_then_deletes_only_dead_letters():
     client = staff(superuser=True)
     confirm = client.post(LIST, {"action": "delete_dead_letters", "_selected_action": [job.pk], "index": 0})
     assert confirm.status_code == 200 and "Delete dead letters?" in text(confirm)
+    assert f'<a href="{LIST}" class="button cancel-link">' in text(confirm)  # back to the list
     assert Job.objects.filter(pk=job.pk).exists()
     response = action(client, LIST, "delete_dead_letters", [job], post="yes")
     assert client.messages(response) == ["1 dead letter deleted."]

@@ -26,7 +26,7 @@ def confirm_action(modeladmin, request, queryset, *, title: str, question: str, 
         "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
         "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         "form_url": "",
-        "cancel_url": "",
+        "cancel_url": request.get_full_path(),  # the list, with its filters, as the action came from it
     }
     request.current_app = modeladmin.admin_site.name
     return TemplateResponse(request, "admin/django_dbjobs/confirm.html", context)

@@ -48,6 +48,23 @@ def seconds_text(seconds: float | None) -> str:
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
+def when(value: datetime.datetime | str | None) -> str:
+    """A moment in the admin's timezone, to the second: '2026-12-01 15:17:28'; '' for none.
+
+    Accepts the ISO text stored in a job's error records as well as datetimes.
+    """
+    if not value:
+        return ""
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if timezone.is_aware(value):
+        value = timezone.localtime(value)
+    return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
 def ago(moment: datetime.datetime | None, now: datetime.datetime | None = None) -> str:
     if moment is None:
         return "-"

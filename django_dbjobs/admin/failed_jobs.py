@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
 from ..models import FailedJob, RetryReport
+from . import display
 from .audit import log_change
 from .confirm import confirm_action, confirm_page
 from .jobs import JobAdminBase
@@ -65,12 +66,16 @@ def delete_message(deleted: int, skipped: int) -> str:
 
 @admin.register(FailedJob)
 class FailedJobAdmin(JobAdminBase):
-    list_display = ["short_id", "name", "queue", "attempts_display", "finished_at", "last_error_short"]
+    list_display = ["short_id", "name", "queue", "attempts_display", "failed_at", "last_error_short"]
     list_display_links = ["short_id", "name"]
     list_filter = [QueueFilter, JobNameFilter]
     ordering = ["-finished_at", "-pk"]
     actions = ["retry", "delete_dead_letters"]
     deletable_label = gettext_lazy("failed")
+
+    @admin.display(description=gettext_lazy("failed at"), ordering="finished_at")
+    def failed_at(self, job) -> str:
+        return display.when(job.finished_at)
 
     def has_retry_permission(self, request, obj=None) -> bool:
         """Retrying is changing a dead letter: the `change` permission (the page itself stays read-only)."""

@@ -83,7 +83,8 @@ class JobAdminBase(FastListMixin, admin.ModelAdmin):
 
     @admin.display(description=_("id"), ordering="pk")
     def short_id(self, job: Job) -> str:
-        return job.pk[:13] + "…"
+        # A UUIDv7 begins with its time: jobs enqueued together share the start, not the end.
+        return format_html('<span title="{}" style="white-space:nowrap">…{}</span>', job.pk, job.pk[-12:])
 
     @admin.display(description=_("status"), ordering="status")
     def status_display(self, job: Job) -> str:
@@ -116,34 +117,36 @@ class JobAdminBase(FastListMixin, admin.ModelAdmin):
 
     @admin.display(description=_("timeline"))
     def timeline(self, job: Job) -> str:
-        rows = [[_("Enqueued"), job.enqueued_at, "", ""]]
+        rows = [[_("Enqueued"), display.when(job.enqueued_at), "", ""]]
         if job.scheduled_for:
-            rows.append([_("Scheduled for (its schedule's due time)"), job.scheduled_for, "", ""])
-        rows.append([_("Due"), job.run_at, "", ""])
+            rows.append(
+                [_("Scheduled for (its schedule's due time)"), display.when(job.scheduled_for), "", ""]
+            )
+        rows.append([_("Due"), display.when(job.run_at), "", ""])
         if job.started_at:
-            rows.append([_("First started"), job.started_at, "", ""])
-        workers = list(job.worker_ids or [])
+            rows.append([_("First started"), display.when(job.started_at), "", ""])
         for error in job.errors or []:
             rows.append(
                 [
                     _("Attempt %(n)s failed") % {"n": error.get("attempt", "?")},
-                    error.get("at", ""),
+                    display.when(error.get("at")),
                     error.get("worker", ""),
                     display.short_text(error.get("summary", "")),
                 ]
             )
         if job.last_attempted_at:
-            rows.append([_("Last attempt started"), job.last_attempted_at, job.worker or "", ""])
+            rows.append(
+                [_("Last attempt started"), display.when(job.last_attempted_at), job.worker or "", ""]
+            )
         if job.status == JobStatus.RUNNING:
             rows.append([_("Running now"), "", job.worker or "", ""])
         if job.finished_at:
-            rows.append(
-                [_("Finished: %(status)s") % {"status": job.get_status_display()}, job.finished_at, "", ""]
-            )
+            finished = _("Finished: %(status)s") % {"status": job.get_status_display()}
+            rows.append([finished, display.when(job.finished_at), "", ""])
         table = display.table([_("Event"), _("When"), _("Worker"), _("Detail")], rows)
-        if workers:
+        if job.worker_ids:
             table += format_html(
-                "<p>{}: {}</p>", _("Worker of each attempt since the last retry"), ", ".join(workers)
+                "<p>{}: {}</p>", _("Worker of each attempt since the last retry"), ", ".join(job.worker_ids)
             )
         return table
 
@@ -155,7 +158,7 @@ class JobAdminBase(FastListMixin, admin.ModelAdmin):
         rows = [
             [
                 error.get("attempt", "?"),
-                error.get("at", ""),
+                display.when(error.get("at")),
                 error.get("worker", ""),
                 format_html(
                     '<strong>{}</strong><details><summary>{}</summary><pre class="dbjobs-traceback">{}</pre>'

@@ -141,10 +141,8 @@ def configure(url: str) -> None:
     from django.conf import settings
 
     database = environ.Env.db_url_config(url)
-    name = str(database["NAME"])
-    if Path(name).name in ("dbjobs", "dbjobs.sqlite3") or Path(name).name.startswith(
-        ("test_dbjobs", "test-dbjobs")
-    ):
+    name = Path(str(database["NAME"])).name
+    if name in ("dbjobs", "dbjobs.sqlite3") or name.startswith(("test_dbjobs", "test-dbjobs")):
         raise SystemExit(f"Refusing database {name!r}: the test suite uses it. Name a scratch database.")
     vendor = database["ENGINE"].rsplit(".", 1)[-1]
     if vendor == "mysql":
@@ -630,11 +628,12 @@ def explain_slow(results: list[dict], slow_ms: float) -> None:
     """The slowest query of each page slower than `slow_ms`, with its plan."""
     from django.db import connection
 
-    prefix = {
-        "postgresql": "EXPLAIN (ANALYZE, BUFFERS) ",
-        "mysql": "ANALYZE ",
-        "sqlite": "EXPLAIN QUERY PLAN ",
-    }[connection.vendor]
+    if connection.vendor == "mysql":
+        prefix = "ANALYZE " if connection.mysql_is_mariadb else "EXPLAIN ANALYZE "
+    else:
+        prefix = {"postgresql": "EXPLAIN (ANALYZE, BUFFERS) ", "sqlite": "EXPLAIN QUERY PLAN "}[
+            connection.vendor
+        ]
     for row in results:
         if row["median_ms"] <= slow_ms:
             continue

@@ -98,7 +98,7 @@ NUMBER_RULES = [
         lambda v: _names(v),
         "must be a list of job names",
         "For example: ['billing.jobs.charge_card'].",
-        "E019",
+        "E020",
     ),
     (
         "MAX_PAYLOAD_BYTES",

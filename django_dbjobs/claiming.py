@@ -29,7 +29,7 @@ class Claimer:
         self.worker = worker
         self.in_doubt = False
         self.claimed = 0
-        self.paused = PausedQueues(worker.id, worker.using)
+        self.paused = PausedQueues(worker.id, worker.using, worker.queues)
 
     def free_slots(self) -> int:
         """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""

@@ -16,9 +16,10 @@ PAUSE_CHECK_INTERVAL = 1.0
 class PausedQueues:
     """The paused queues, for the claims of one worker (its main thread)."""
 
-    def __init__(self, worker_id: str, using: str):
+    def __init__(self, worker_id: str, using: str, queues: list[str] | None = None):
         self.worker_id = worker_id
         self.using = using
+        self.queues = set(queues or [])  # empty: every queue
         self.names: frozenset[str] = frozenset()
         self._read_at: float | None = None
 
@@ -37,7 +38,10 @@ class PausedQueues:
         return self.names
 
     def _log_change(self, names: frozenset[str]) -> None:
+        served = (lambda name: name in self.queues) if self.queues else (lambda name: True)
         for name in sorted(names - self.names):
-            logger.info("Queue paused, not claiming from it queue=%s id=%s", name, self.worker_id)
+            if served(name):
+                logger.info("Queue paused, not claiming from it queue=%s id=%s", name, self.worker_id)
         for name in sorted(self.names - names):
-            logger.info("Queue resumed queue=%s id=%s", name, self.worker_id)
+            if served(name):
+                logger.info("Queue resumed queue=%s id=%s", name, self.worker_id)

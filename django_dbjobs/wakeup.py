@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from django.db import DatabaseError, InterfaceError, connections
 
@@ -120,10 +121,19 @@ class Listener(threading.Thread):
 class IdleWaiter:
     """How an idle worker waits for new jobs from other processes, per database."""
 
-    def __init__(self, using: str, event: threading.Event, queues: list[str] | None):
+    def __init__(
+        self,
+        using: str,
+        event: threading.Event,
+        queues: list[str] | None,
+        paused: Callable[[], frozenset[str]] = frozenset,
+    ):
         self.using = using
         self.event = event
         self.queues = queues
+        #: The paused queues as the claims last read them: the probe must not see their jobs
+        #: as work, or a paused backlog would wake the worker for claims that take nothing.
+        self.paused = paused
         self.steps = db.idle_check_steps(using)
         self.data_version = db.uses_data_version(using)
         self.listener: Listener | None = None
@@ -170,6 +180,11 @@ class IdleWaiter:
                 return changed
             from .models import Job
 
-            return Job.objects.using(self.using).due().for_queues(self.queues).exists()
+            paused = self.paused()
+            queues = [name for name in self.queues or [] if name not in paused]
+            if self.queues and not queues:
+                return False  # all paused: the poll interval brings the next look at them
+            due = Job.objects.using(self.using).due().for_queues(queues)
+            return (due.exclude(queue__in=paused) if paused and not queues else due).exists()
         except (DatabaseError, InterfaceError):
             return True  # let the claim meet the error and back off

@@ -97,7 +97,8 @@ class Worker:
         signals = StopSignals(self._on_signal)
         signals.install()  # before any thread starts: see stop_signals.py
         wakeup.subscribe(self._wake)
-        self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues)
+        paused = self.claimer.paused
+        self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.names)
         try:
             self._outage.call(self._check_migrated, "checking the database")
             if self._scheduler is not None:

@@ -151,3 +151,36 @@ def test_a_retried_job_is_not_deleted_by_a_stale_delete():
     assert FailedJob.objects.filter(pk=job.pk).delete_all() == (0, 0)
     deleted, skipped = FailedJob.objects.none().delete_all()
     assert (deleted, skipped) == (0, 0)
+
+
+@pytest.mark.parametrize("status", [JobStatus.READY, JobStatus.RUNNING, JobStatus.SUCCESSFUL])
+def test_the_writes_themselves_are_fenced_on_failed(status):
+    """Keys read while the jobs were FAILED, written after they moved on: nothing changes."""
+    moved = failed_job(unique_key=None)
+    Job.objects.filter(pk=moved.pk).update(status=status, worker="w" if status == JobStatus.RUNNING else None)
+    before = Job.objects.filter(pk=moved.pk).values().get()
+    report = FailedJob.objects.all()._retry_batch([moved.pk])
+    assert (report.retried, report.not_failed, report.key_held) == (0, 1, 0)
+    assert FailedJob.objects.all()._delete_batch([moved.pk]) == 0
+    keyed = failed_job(unique_key="kk")
+    Job.objects.filter(pk=keyed.pk).update(status=status)
+    assert FailedJob.objects.all()._retry_batch([keyed.pk]).not_failed == 1
+    assert Job.objects.filter(pk=moved.pk).values().get() == before
+    assert Job.objects.get(pk=keyed.pk).status == status
+
+
+def test_cancel_writes_are_fenced_on_ready():
+    running = Job.objects.create(name="tests.jobs.add", args=[1, 2], status=JobStatus.RUNNING, worker="w")
+    ready = [Job.objects.create(name="tests.jobs.add", args=[n, n]) for n in range(5)]
+    # The queryset is not narrowed to READY first: the DELETE's own fence must hold.
+    assert Job.objects.filter(pk__in=[running.pk, *[job.pk for job in ready]]).cancel(batch_size=2) == 5
+    assert list(Job.objects.values_list("pk", flat=True)) == [running.pk]
+
+
+def test_matching_with_filters_that_do_not_exist_is_an_error_message_not_a_crash():
+    failed_job()
+    client = staff(superuser=True)
+    response = client.post(f"{LIST}retry-matching/?nonsense__field=1", follow=True)
+    assert response.status_code == 200
+    assert client.messages(response) == ["Those filters are not valid here."]
+    assert FailedJob.objects.count() == 1

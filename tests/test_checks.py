@@ -35,7 +35,7 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_UNKNOWN_JOB_GRACE", "1h", "dbjobs.E016"),
         ("DBJOBS_HEARTBEAT_TIMEOUT", 0.4, "dbjobs.W002"),
         ("DBJOBS_ADMIN_MASKED_ARGUMENTS", "password", "dbjobs.E019"),
-        ("DBJOBS_ADMIN_MASKED_JOBS", ["ok", ""], "dbjobs.E019"),
+        ("DBJOBS_ADMIN_MASKED_JOBS", ["ok", ""], "dbjobs.E020"),
     ],
 )
 def test_bad_settings_are_reported(settings, setting, value, check_id):

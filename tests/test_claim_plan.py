@@ -91,3 +91,30 @@ def test_claim_is_an_index_scan_with_a_million_finished_jobs(include_waiting):
                 or "USING COVERING INDEX dbjobs_job_claim_idx" in plan
             ), plan
             assert "TEMP B-TREE" not in plan, plan
+
+
+@pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="PostgreSQL and MariaDB keep table statistics themselves"
+)
+@pytest.mark.parametrize("paused", [frozenset(), frozenset({"emails"})], ids=["all", "one-paused"])
+def test_sqlite_claims_on_the_claim_index_without_statistics(paused):
+    """Django never runs ANALYZE: the claim must not depend on it (INDEXED BY)."""
+    rows, key, now, past = GENERATORS["sqlite"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO django_dbjobs_job ({COLUMNS}) SELECT {key.format(p='r')}, 'tests.jobs.add',"
+            f" '[]', '{{}}', 'default', s.n % 5, 'READY', 0, 3, '[]', '[]', '', {past}, {now}"
+            f" FROM {rows.format(n=20_000)}"
+        )
+        cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'")
+        if cursor.fetchone()[0]:  # left by an earlier test's ANALYZE: forget them
+            cursor.execute("DELETE FROM sqlite_stat1")
+            cursor.execute("ANALYZE sqlite_schema")  # reloads the (now empty) statistics
+        sql, params = Job.objects.claim_sql("w", 100, None, paused=paused)
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+        plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+    assert (
+        "USING INDEX dbjobs_job_claim_idx" in plan or "USING COVERING INDEX dbjobs_job_claim_idx" in plan
+    ), plan
+    assert "TEMP B-TREE" not in plan, plan
+    assert len(Job.objects.claim("w", 100, paused=paused)) == 100

@@ -4,6 +4,7 @@ import signal
 import time
 
 import pytest
+from django.db import connection
 
 from django_dbjobs import enqueue
 from django_dbjobs.exceptions import InvalidJob
@@ -77,3 +78,22 @@ def test_a_running_worker_stops_claiming_from_a_paused_queue_and_resumes(run_job
     output = worker.output()
     assert "Queue paused, not claiming from it queue=emails" in output
     assert "Queue resumed queue=emails" in output
+
+
+@pytest.mark.skipif(
+    connection.vendor == "sqlite", reason="SQLite's idle check reads PRAGMA data_version, not the jobs"
+)
+def test_the_idle_probe_does_not_take_a_paused_backlog_for_work():
+    import threading
+
+    from django_dbjobs.wakeup import IdleWaiter
+
+    Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")
+    paused = frozenset({"emails"})
+    event = threading.Event()
+    assert IdleWaiter("default", event, None)._changed()
+    assert not IdleWaiter("default", event, None, lambda: paused)._changed()
+    assert not IdleWaiter("default", event, ["emails"], lambda: paused)._changed()
+    Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="default")
+    assert IdleWaiter("default", event, None, lambda: paused)._changed()
+    assert IdleWaiter("default", event, ["emails", "default"], lambda: paused)._changed()

@@ -5,6 +5,14 @@ from __future__ import annotations
 from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
 
+
+def selected_count(request) -> int:
+    """How many rows were ticked on the page; 0 with "select all" (the whole filter)."""
+    if request.POST.get("select_across") == "1":
+        return 0
+    return len(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))
+
+
 #: Rows listed on a confirmation page; the rest are counted.
 SHOWN = 20
 

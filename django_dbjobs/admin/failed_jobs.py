@@ -3,28 +3,23 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
 from django.http import HttpResponseRedirect
-from django.urls import path, reverse
+from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
-from ..models import FailedJob, RetryReport
+from ..models import FailedJob, JobStatus, RetryReport
 from . import display
 from .audit import log_change
-from .confirm import confirm_action, confirm_page
+from .confirm import confirm_action, confirm_page, selected_count
 from .jobs import JobAdminBase
+from .links import admin_url
 from .listing import COUNT_CAP, CappedCountPaginator, JobNameFilter, QueueFilter
-
-
-def selected_count(request) -> int:
-    """How many rows were ticked on the page; 0 with "select all" (the whole filter)."""
-    if request.POST.get("select_across") == "1":
-        return 0
-    return len(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))
 
 
 def retry_message(report: RetryReport) -> str:
@@ -72,6 +67,7 @@ class FailedJobAdmin(JobAdminBase):
     ordering = ["-finished_at", "-pk"]
     actions = ["retry", "delete_dead_letters"]
     deletable_label = gettext_lazy("failed")
+    deletable_status = JobStatus.FAILED
 
     @admin.display(description=gettext_lazy("failed at"), ordering="finished_at")
     def failed_at(self, job) -> str:
@@ -135,11 +131,11 @@ class FailedJobAdmin(JobAdminBase):
         tools = []
         if self.has_retry_permission(request):
             tools.append(
-                {"url": reverse(self._url("retry_matching")) + suffix, "label": _("Retry all matching")}
+                {"url": admin_url(self, "retry_matching") + suffix, "label": _("Retry all matching")}
             )
         if self.has_delete_permission(request):
             tools.append(
-                {"url": reverse(self._url("delete_matching")) + suffix, "label": _("Delete all matching")}
+                {"url": admin_url(self, "delete_matching") + suffix, "label": _("Delete all matching")}
             )
         return super().changelist_view(request, {**(extra_context or {}), "dbjobs_list_tools": tools})
 
@@ -147,7 +143,7 @@ class FailedJobAdmin(JobAdminBase):
         context = {
             **(extra_context or {}),
             "can_retry": self.has_retry_permission(request),
-            "retry_url": reverse(self._url("retry"), args=[quote(object_id)]),
+            "retry_url": admin_url(self, "retry", quote(object_id)),
         }
         return super().change_view(request, object_id, form_url, context)
 
@@ -159,14 +155,14 @@ class FailedJobAdmin(JobAdminBase):
         self.message_user(
             request, retry_message(report), messages.SUCCESS if report.retried else messages.WARNING
         )
-        return HttpResponseRedirect(reverse(self._url("changelist")))
+        return HttpResponseRedirect(admin_url(self, "changelist"))
 
     def retry_matching_view(self, request):
         if not self.has_retry_permission(request):
             raise PermissionDenied
         return self._matching(
             request,
-            lambda queryset: retry_message(self._logged_retry(request, queryset)),
+            lambda queryset: self._retried(request, queryset),
             title=_("Retry all matching dead letters?"),
             question=_(
                 "Every dead letter matching the current filter is queued again, due now, attempts reset."
@@ -179,29 +175,46 @@ class FailedJobAdmin(JobAdminBase):
             raise PermissionDenied
         return self._matching(
             request,
-            lambda queryset: delete_message(*self._logged_delete(request, queryset)),
+            lambda queryset: self._deleted(request, queryset),
             title=_("Delete all matching dead letters?"),
             question=_("Every dead letter matching the current filter is deleted with its error history."),
             button=_("Yes, delete them"),
         )
 
-    def _logged_retry(self, request, queryset) -> RetryReport:
+    def _retried(self, request, queryset) -> tuple[str, int]:
         report = queryset.retry_all()
         log_change(request, "retried matching dead letters", retried=report.retried, skipped=report.skipped)
-        return report
+        return retry_message(report), report.retried
 
-    def _logged_delete(self, request, queryset) -> tuple[int, int]:
+    def _deleted(self, request, queryset) -> tuple[str, int]:
         deleted, skipped = queryset.delete_all()
         log_change(request, "deleted matching dead letters", deleted=deleted, skipped=skipped)
-        return deleted, skipped
+        return delete_message(deleted, skipped), deleted
 
     def _matching(self, request, change, *, title, question, button):
         """GET: what the current filter matches, to confirm; POST: change it in batches."""
-        queryset = self.get_changelist_instance(request).get_queryset(request)
         query = request.GET.urlencode()
-        back = reverse(self._url("changelist")) + (f"?{query}" if query else "")
+        back = admin_url(self, "changelist") + (f"?{query}" if query else "")
+        try:
+            queryset = self.get_changelist_instance(request).get_queryset(request)
+        except IncorrectLookupParameters:
+            self.message_user(request, _("Those filters are not valid here."), messages.ERROR)
+            return HttpResponseRedirect(admin_url(self, "changelist"))
         if request.method == "POST":
-            self.message_user(request, change(queryset), messages.SUCCESS)
+            try:
+                text, changed = change(queryset)
+            except DatabaseError as exc:
+                self.message_user(
+                    request,
+                    _(
+                        "A database error stopped this part-way: %(error)s. Rows already changed stay "
+                        "changed; run it again for the rest."
+                    )
+                    % {"error": exc},
+                    messages.ERROR,
+                )
+                return HttpResponseRedirect(back)
+            self.message_user(request, text, messages.SUCCESS if changed else messages.WARNING)
             return HttpResponseRedirect(back)
         counted = CappedCountPaginator(queryset, 1)
         count = (
@@ -221,6 +234,3 @@ class FailedJobAdmin(JobAdminBase):
             form_url="",
             cancel_url=back,
         )
-
-    def _url(self, name: str) -> str:
-        return f"admin:{self.opts.app_label}_{self.opts.model_name}_{name}"

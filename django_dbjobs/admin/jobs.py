@@ -8,7 +8,6 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import HttpResponseRedirect
-from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
@@ -16,14 +15,25 @@ from django.utils.translation import ngettext
 from ..models import Job, JobStatus
 from . import display
 from .audit import log_change
-from .confirm import confirm_action, confirm_page
-from .listing import FastListMixin, JobNameFilter, PriorityFilter, QueueFilter
-from .masking import masked_arguments, masked_return_value
+from .confirm import confirm_action, confirm_page, selected_count
+from .job_detail import JobDetailMixin
+from .links import admin_url
+from .listing import FastListMixin, JobNameFilter, PriorityFilter, QueueFilter, enqueued_id_range
 
 DETAIL_FIELDSETS = [
     (
         None,
-        {"fields": ["id", "name", "status_display", "queue", "priority", "attempts_display", "unique_key"]},
+        {
+            "fields": [
+                "id",
+                "name",
+                "status_display",
+                "queue",
+                "priority",
+                "attempts_display",
+                "unique_key_display",
+            ]
+        },
     ),
     (_("Arguments and result"), {"fields": ["arguments", "return_value_display"]}),
     (_("Timeline"), {"fields": ["timeline"]}),
@@ -31,7 +41,7 @@ DETAIL_FIELDSETS = [
 ]
 
 
-class JobAdminBase(FastListMixin, admin.ModelAdmin):
+class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
     """What the job list and the dead-letter list share: a read-only, fast list and detail page."""
 
     list_filter = ["status", QueueFilter, JobNameFilter, PriorityFilter]
@@ -48,7 +58,7 @@ class JobAdminBase(FastListMixin, admin.ModelAdmin):
         "queue",
         "priority",
         "attempts_display",
-        "unique_key",
+        "unique_key_display",
         "arguments",
         "return_value_display",
         "timeline",
@@ -67,6 +77,13 @@ class JobAdminBase(FastListMixin, admin.ModelAdmin):
         actions = super().get_actions(request, **extra)
         actions.pop("delete_selected", None)  # it would delete jobs of any status
         return actions
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        bounds = enqueued_id_range(request.GET)
+        if bounds is not None:
+            queryset = queryset.filter(pk__gte=bounds[0], pk__lt=bounds[1])
+        return queryset
 
     def get_search_results(self, request, queryset, search_term):
         """Exact matches only, each served by an index: the id, or the job name or unique key."""
@@ -98,102 +115,35 @@ class JobAdminBase(FastListMixin, admin.ModelAdmin):
     def last_error_short(self, job: Job) -> str:
         return display.short_text(job.last_error) or "-"
 
-    # The detail page
-
-    @admin.display(description=_("arguments"))
-    def arguments(self, job: Job) -> str:
-        args, kwargs = masked_arguments(job.name, job.args, job.kwargs)
-        return format_html(
-            "<strong>args</strong>{}<strong>kwargs</strong>{}",
-            display.pretty_json(args),
-            display.pretty_json(kwargs),
-        )
-
-    @admin.display(description=_("return value"))
-    def return_value_display(self, job: Job) -> str:
-        if job.status != JobStatus.SUCCESSFUL:
-            return "-"
-        return display.pretty_json(masked_return_value(job.name, job.return_value))
-
-    @admin.display(description=_("timeline"))
-    def timeline(self, job: Job) -> str:
-        rows = [[_("Enqueued"), display.when(job.enqueued_at), "", ""]]
-        if job.scheduled_for:
-            rows.append(
-                [_("Scheduled for (its schedule's due time)"), display.when(job.scheduled_for), "", ""]
-            )
-        rows.append([_("Due"), display.when(job.run_at), "", ""])
-        if job.started_at:
-            rows.append([_("First started"), display.when(job.started_at), "", ""])
-        for error in job.errors or []:
-            rows.append(
-                [
-                    _("Attempt %(n)s failed") % {"n": error.get("attempt", "?")},
-                    display.when(error.get("at")),
-                    error.get("worker", ""),
-                    display.short_text(error.get("summary", "")),
-                ]
-            )
-        if job.last_attempted_at:
-            rows.append(
-                [_("Last attempt started"), display.when(job.last_attempted_at), job.worker or "", ""]
-            )
-        if job.status == JobStatus.RUNNING:
-            rows.append([_("Running now"), "", job.worker or "", ""])
-        if job.finished_at:
-            finished = _("Finished: %(status)s") % {"status": job.get_status_display()}
-            rows.append([finished, display.when(job.finished_at), "", ""])
-        table = display.table([_("Event"), _("When"), _("Worker"), _("Detail")], rows)
-        if job.worker_ids:
-            table += format_html(
-                "<p>{}: {}</p>", _("Worker of each attempt since the last retry"), ", ".join(job.worker_ids)
-            )
-        return table
-
-    @admin.display(description=_("errors"))
-    def attempts_table(self, job: Job) -> str:
-        errors = job.errors or []
-        if not errors:
-            return _("No failed attempts.")
-        rows = [
-            [
-                error.get("attempt", "?"),
-                display.when(error.get("at")),
-                error.get("worker", ""),
-                format_html(
-                    '<strong>{}</strong><details><summary>{}</summary><pre class="dbjobs-traceback">{}</pre>'
-                    "</details>",
-                    error.get("summary", ""),
-                    _("Traceback"),
-                    error.get("traceback", "") or _("(none recorded)"),
-                ),
-            ]
-            for error in reversed(errors)
-        ]
-        return display.table([_("Attempt"), _("At"), _("Worker"), _("Error")], rows)
-
     # Deleting one job from its page: fenced like the actions
 
     def delete_view(self, request, object_id, extra_context=None):
+        """Delete one job: fenced like the actions, so a job claimed meanwhile is left alone."""
         job = self.get_object(request, object_id)
-        changelist = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
         if job is None:
             self.message_user(request, _("That job no longer exists."), messages.WARNING)
-            return HttpResponseRedirect(changelist)
-        if not self.has_delete_permission(request, job):
+            return HttpResponseRedirect(admin_url(self, "changelist"))
+        if not self.has_delete_permission(request):  # the status is the fenced DELETE's to judge
             raise PermissionDenied
         if request.method == "POST":
             deleted = self.delete_fenced(self.model.objects.filter(pk=job.pk))
             log_change(request, f"deleted {self.opts.model_name} {job.pk}", deleted=deleted)
             if deleted:
                 self.message_user(request, _("The job was deleted."), messages.SUCCESS)
-            else:
-                self.message_user(
-                    request,
-                    _("Nothing deleted: the job is no longer %(status)s.") % {"status": self.deletable_label},
-                    messages.WARNING,
-                )
-            return HttpResponseRedirect(changelist)
+                return HttpResponseRedirect(admin_url(self, "changelist"))
+            self.message_user(
+                request,
+                _("Nothing deleted: the job is no longer %(status)s.") % {"status": self.deletable_label},
+                messages.WARNING,
+            )
+            return HttpResponseRedirect(admin_url(self, "change", job.pk))
+        if job.status != self.deletable_status:
+            self.message_user(
+                request,
+                _("Only a %(status)s job can be deleted here.") % {"status": self.deletable_label},
+                messages.WARNING,
+            )
+            return HttpResponseRedirect(admin_url(self, "change", job.pk))
         return confirm_page(
             self,
             request,
@@ -206,10 +156,11 @@ class JobAdminBase(FastListMixin, admin.ModelAdmin):
             count="",
             shown=[job],
             form_url="",
-            cancel_url=reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[job.pk]),
+            cancel_url=admin_url(self, "change", job.pk),
         )
 
     deletable_label = _("ready")
+    deletable_status = JobStatus.READY
 
     def delete_fenced(self, queryset) -> int:
         return queryset.cancel()
@@ -252,9 +203,8 @@ class JobAdmin(JobAdminBase):
                 button=_("Yes, cancel them"),
                 count="",
             )
-        selected = queryset.count()
         cancelled = queryset.cancel()
-        skipped = selected - cancelled
+        skipped = max(selected_count(request) - cancelled, 0)
         log_change(request, "cancelled ready jobs", cancelled=cancelled, skipped=skipped)
         self.message_user(
             request,

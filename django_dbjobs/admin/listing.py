@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
+
 from django.contrib import admin
 from django.core.paginator import Paginator
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
@@ -84,3 +87,44 @@ class PriorityFilter(admin.SimpleListFilter):
             self.value()
         )
         return queryset.filter(condition) if condition is not None else queryset
+
+
+#: How far a job's id may run ahead of its enqueued_at (the web server's clock ahead of
+#: the database's), and behind it (a Job prepared with prepare() and inserted later).
+ID_CLOCK_AHEAD = datetime.timedelta(hours=1)
+ID_CLOCK_BEHIND = datetime.timedelta(hours=1)
+
+
+def id_floor(moment: datetime.datetime) -> str:
+    """The smallest UUIDv7 text made at `moment`: job ids sort by the time they were made."""
+    millis = max(int(moment.timestamp() * 1000), 0)
+    text = f"{millis:012x}"
+    return f"{text[:8]}-{text[8:12]}-0000-0000-000000000000"
+
+
+def enqueued_id_range(params) -> tuple[str, str] | None:
+    """Primary-key bounds for the date hierarchy's enqueued_at filter, or None without one.
+
+    The date filter alone makes the database walk the primary key from the newest job
+    back to the chosen day; bounds on the id let it start there.
+    """
+    try:
+        year = int(params.get("enqueued_at__year", ""))
+    except ValueError:
+        return None
+    try:
+        month = int(params.get("enqueued_at__month") or 0)
+        day = int(params.get("enqueued_at__day") or 0)
+        if month and day:
+            start = datetime.datetime(year, month, day)
+            end = start + datetime.timedelta(days=1)
+        elif month:
+            start = datetime.datetime(year, month, 1)
+            end = datetime.datetime(year + month // 12, month % 12 + 1, 1)
+        else:
+            start, end = datetime.datetime(year, 1, 1), datetime.datetime(year + 1, 1, 1)
+    except (ValueError, OverflowError):
+        return None
+    zone = timezone.get_current_timezone()
+    start, end = timezone.make_aware(start, zone), timezone.make_aware(end, zone)
+    return id_floor(start - ID_CLOCK_BEHIND), id_floor(end + ID_CLOCK_AHEAD)

@@ -6,7 +6,8 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import path
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -17,6 +18,7 @@ from ..queue_stats import finished_per_minute, queue_rows
 from . import display
 from .audit import log_change
 from .chart import throughput_svg
+from .links import admin_url
 
 
 class QueuePageMixin:
@@ -29,7 +31,7 @@ class QueuePageMixin:
         return False
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        return HttpResponseRedirect(reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist"))
+        return HttpResponseRedirect(admin_url(self, "changelist"))
 
     def queue_context(self, request) -> dict:
         rows = queue_rows()
@@ -39,8 +41,8 @@ class QueuePageMixin:
         return {
             "queue_rows": rows,
             "can_pause": can_pause,
-            "pause_url": reverse("admin:django_dbjobs_queue_pause"),
-            "resume_url": reverse("admin:django_dbjobs_queue_resume"),
+            "pause_url": admin_url(self, "pause", model="queue"),
+            "resume_url": admin_url(self, "resume", model="queue"),
         }
 
     def render_page(self, request, template: str, title: str, context: dict):
@@ -83,9 +85,9 @@ class QueueAdmin(QueuePageMixin, admin.ModelAdmin):
         if not self.has_change_permission(request):
             raise PermissionDenied
         name = request.POST.get("queue", "")
-        back = request.POST.get("next") or reverse("admin:django_dbjobs_queue_changelist")
-        if not back.startswith("/") or back.startswith("//"):
-            back = reverse("admin:django_dbjobs_queue_changelist")
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, {request.get_host()}, require_https=request.is_secure()):
+            back = admin_url(self, "changelist", model="queue")
         user = request.user.get_username()
         try:
             changed = Queue.objects.pause([name], by=user) if pause else Queue.objects.resume([name])
@@ -129,9 +131,9 @@ class OverviewAdmin(QueuePageMixin, admin.ModelAdmin):
             "failed_last_hour": sum(m.failed for m in minutes),
             "live_workers": len(workers),
             "live_threads": sum(worker.concurrency for worker in workers),
-            "dead_letters_url": reverse("admin:django_dbjobs_failedjob_changelist"),
-            "workers_url": reverse("admin:django_dbjobs_workerprocess_changelist"),
-            "jobs_url": reverse("admin:django_dbjobs_job_changelist"),
+            "dead_letters_url": admin_url(self, "changelist", model="failedjob"),
+            "workers_url": admin_url(self, "changelist", model="workerprocess"),
+            "jobs_url": admin_url(self, "changelist", model="job"),
             "heartbeat_timeout": settings.HEARTBEAT_TIMEOUT,
             "can_see_dead_letters": request.user.has_perm("django_dbjobs.view_failedjob"),
         }

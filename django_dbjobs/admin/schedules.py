@@ -7,7 +7,7 @@ from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
 from django.http import HttpResponseRedirect
-from django.urls import path, reverse
+from django.urls import path
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -17,6 +17,9 @@ from ..exceptions import DbJobsError
 from ..models import DefinedIn, Job, Schedule
 from ..schedule_report import _local, state
 from . import display
+from .confirm import confirm_action
+from .links import admin_url
+from .masking import masked_arguments
 
 DEFINITION_FIELDS = [
     "name",
@@ -61,21 +64,37 @@ class ScheduleAdmin(admin.ModelAdmin):
     ]
     list_filter = ["enabled", "defined_in"]
     search_fields = ["name", "job"]
-    actions = ["enable_schedules", "disable_schedules", "run_now"]
+    actions = ["enable_schedules", "disable_schedules", "run_now", "delete_schedules"]
     change_form_template = "admin/django_dbjobs/schedule_change_form.html"
 
     def get_fieldsets(self, request, obj=None):
+        options = DEFINITION_FIELDS[4:9]
+        if self._from_settings(obj):  # shown, not edited: masked like a job's
+            options = ["args_display", "kwargs_display", *DEFINITION_FIELDS[6:9]]
         return [
             (None, {"fields": [*DEFINITION_FIELDS[:4], "enabled"]}),
-            (_("Job options"), {"fields": DEFINITION_FIELDS[4:9]}),
+            (_("Job options"), {"fields": options}),
             (_("Missed runs and overlap"), {"fields": DEFINITION_FIELDS[9:]}),
             *([(_("State"), {"fields": STATE_FIELDS})] if obj is not None else []),
         ]
 
     def get_readonly_fields(self, request, obj=None):
-        if obj is not None and obj.defined_in == DefinedIn.SETTINGS:
-            return [*DEFINITION_FIELDS, *STATE_FIELDS]  # DBJOBS_SCHEDULES owns them; `enabled` stays
+        if self._from_settings(obj):
+            # DBJOBS_SCHEDULES owns them; `enabled` stays
+            return [*DEFINITION_FIELDS, "args_display", "kwargs_display", *STATE_FIELDS]
         return STATE_FIELDS
+
+    @staticmethod
+    def _from_settings(obj) -> bool:
+        return obj is not None and obj.defined_in == DefinedIn.SETTINGS
+
+    @admin.display(description=gettext_lazy("positional arguments"))
+    def args_display(self, schedule: Schedule) -> str:
+        return display.pretty_json(masked_arguments(schedule.job, schedule.args, schedule.kwargs)[0])
+
+    @admin.display(description=gettext_lazy("keyword arguments"))
+    def kwargs_display(self, schedule: Schedule) -> str:
+        return display.pretty_json(masked_arguments(schedule.job, schedule.args, schedule.kwargs)[1])
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.defined_in == DefinedIn.SETTINGS and obj.removed_at is None:
@@ -98,7 +117,7 @@ class ScheduleAdmin(admin.ModelAdmin):
         if not schedule.last_job_id:
             return "-"
         status = getattr(schedule, "last_job_status", None)
-        link = reverse("admin:django_dbjobs_job_change", args=[quote(schedule.last_job_id)])
+        link = admin_url(self, "change", quote(schedule.last_job_id), model="job")
         return format_html(
             '{} <a href="{}">{}</a>',
             _local(schedule.last_due_at, schedule.timezone)[:19].replace("T", " ")
@@ -112,7 +131,7 @@ class ScheduleAdmin(admin.ModelAdmin):
     def last_manual_display(self, schedule: Schedule) -> str:
         if not schedule.last_manual_job_id:
             return "-"
-        link = reverse("admin:django_dbjobs_job_change", args=[quote(schedule.last_manual_job_id)])
+        link = admin_url(self, "change", quote(schedule.last_manual_job_id), model="job")
         return format_html(
             '{} <a href="{}">{}</a>', schedule.last_manual_at, link, schedule.last_manual_job_id
         )
@@ -167,6 +186,42 @@ class ScheduleAdmin(admin.ModelAdmin):
                 messages.WARNING,
             )
 
+    def get_actions(self, request, action_location=None):
+        # action_location: Django 6.1's actions on the change form; absent on 5.2.
+        extra = {} if action_location is None else {"action_location": action_location}
+        actions = super().get_actions(request, **extra)
+        actions.pop("delete_selected", None)  # it would delete schedules DBJOBS_SCHEDULES defines
+        return actions
+
+    @admin.action(description=gettext_lazy("Delete selected schedules"), permissions=["delete"])
+    def delete_schedules(self, request, queryset):
+        deletable = queryset.exclude(defined_in=DefinedIn.SETTINGS, removed_at=None)
+        if request.POST.get("post") != "yes":
+            return confirm_action(
+                self,
+                request,
+                deletable,
+                title=_("Delete schedules?"),
+                question=_(
+                    "These schedules and their history are deleted; their jobs stay. Schedules "
+                    "DBJOBS_SCHEDULES still defines are left alone: remove them from the setting."
+                ),
+                button=_("Yes, delete them"),
+                count="",
+            )
+        kept = queryset.filter(defined_in=DefinedIn.SETTINGS, removed_at=None).count()
+        deleted = 0
+        for schedule in deletable:
+            schedule.delete()
+            deleted += 1
+        text = ngettext("%(n)d schedule deleted.", "%(n)d schedules deleted.", deleted) % {"n": deleted}
+        if kept:
+            text += " " + ngettext(
+                "%(n)d kept: DBJOBS_SCHEDULES defines it.", "%(n)d kept: DBJOBS_SCHEDULES defines them.", kept
+            ) % {"n": kept}
+        self.message_user(request, text, messages.SUCCESS if deleted else messages.WARNING)
+        return None
+
     # "Run now" on the detail page
 
     def get_urls(self):
@@ -184,15 +239,15 @@ class ScheduleAdmin(admin.ModelAdmin):
         schedule = self.get_object(request, object_id)
         if schedule is None:
             self.message_user(request, _("That schedule no longer exists."), messages.WARNING)
-            return HttpResponseRedirect(reverse("admin:django_dbjobs_schedule_changelist"))
+            return HttpResponseRedirect(admin_url(self, "changelist", model="schedule"))
         if not self.has_change_permission(request, schedule):
             raise PermissionDenied
         self._run_now(request, schedule)
-        return HttpResponseRedirect(reverse("admin:django_dbjobs_schedule_change", args=[quote(schedule.pk)]))
+        return HttpResponseRedirect(admin_url(self, "change", quote(schedule.pk), model="schedule"))
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         context = {
             **(extra_context or {}),
-            "run_now_url": reverse("admin:django_dbjobs_schedule_run_now", args=[quote(object_id)]),
+            "run_now_url": admin_url(self, "run_now", quote(object_id), model="schedule"),
         }
         return super().change_view(request, object_id, form_url, context)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
-from django.urls import reverse
-from django.utils import timezone
+from django.db.models import Count, DurationField, ExpressionWrapper, F, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce, Now
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.utils.translation import gettext_lazy as _
 
 from ..conf import settings
 from ..models import Job, JobStatus, WorkerProcess
 from . import display
+from .links import admin_url
 
 
 @admin.register(WorkerProcess)
@@ -61,7 +61,11 @@ class WorkerProcessAdmin(admin.ModelAdmin):
         return (
             super()
             .get_queryset(request)
-            .annotate(running_count=Coalesce(Subquery(running, output_field=IntegerField()), 0))
+            .annotate(
+                running_count=Coalesce(Subquery(running, output_field=IntegerField()), 0),
+                # By the database clock, as the sweep judges it: this host's clock may be off.
+                heartbeat_age=ExpressionWrapper(Now() - F("heartbeat_at"), output_field=DurationField()),
+            )
         )
 
     @admin.display(description=_("queues"))
@@ -70,8 +74,8 @@ class WorkerProcessAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("last heartbeat"), ordering="heartbeat_at")
     def heartbeat_display(self, worker: WorkerProcess) -> str:
-        age = (timezone.now() - worker.heartbeat_at).total_seconds()
-        text = display.ago(worker.heartbeat_at)
+        age = worker.heartbeat_age.total_seconds()
+        text = _("%(duration)s ago") % {"duration": display.seconds_text(age)}
         if age > settings.HEARTBEAT_TIMEOUT:
             return format_html('<span class="dbjobs-paused">{} ({})</span>', text, _("presumed dead"))
         return text
@@ -81,7 +85,8 @@ class WorkerProcessAdmin(admin.ModelAdmin):
         count = getattr(worker, "running_count", 0)
         if not count:
             return "0"
-        url = reverse("admin:django_dbjobs_job_changelist") + f"?status=RUNNING&worker={worker.pk}"
+        query = urlencode({"status": "RUNNING", "worker": worker.pk})
+        url = admin_url(self, "changelist", model="job") + f"?{query}"
         return format_html('<a href="{}">{}</a>', url, count)
 
     @admin.display(description=_("running jobs"))
@@ -91,9 +96,7 @@ class WorkerProcessAdmin(admin.ModelAdmin):
         ]
         rows = [
             [
-                format_html(
-                    '<a href="{}">{}</a>', reverse("admin:django_dbjobs_job_change", args=[job.pk]), job.pk
-                ),
+                format_html('<a href="{}">{}</a>', admin_url(self, "change", job.pk, model="job"), job.pk),
                 job.name,
                 job.queue,
                 f"{job.attempts} / {job.max_attempts}",

@@ -26,21 +26,55 @@ SQLITE_RECOMMENDED_OPTIONS = {
 }
 
 
-class ReadyJobsIndex(models.Index):
-    """The claim index: over READY rows only, where the database has partial indexes.
+class PartialIndex(models.Index):
+    """An index over the rows matching `where`, where the database has partial indexes.
 
-    MySQL and MariaDB have no partial indexes (Django would drop the condition and
-    warn, models.W037), so there the index is a plain one led by the status column,
-    which serves ``WHERE status = 'READY' ORDER BY ...`` as well. The condition is
-    added here rather than passed to Index, so no Django version warns about it.
+    MySQL and MariaDB have none (Django would drop the condition and warn, models.W037),
+    so there the index is a plain one led by the `lead` columns, which serves the same
+    ``WHERE`` as well. The condition is added here rather than passed to Index, so no
+    Django version warns about it. Subclasses set `where` and `lead`.
     """
+
+    where: Q
+    lead: tuple[str, ...] = ()
 
     def create_sql(self, model, schema_editor, using="", **kwargs):
         if schema_editor.connection.features.supports_partial_indexes:
-            index = models.Index(fields=self.fields, name=self.name, condition=Q(status="READY"))
+            index = models.Index(fields=self.fields, name=self.name, condition=self.where)
         else:
-            index = models.Index(fields=["status", *self.fields], name=self.name)
+            index = models.Index(fields=[*self.lead, *self.fields], name=self.name)
         return index.create_sql(model, schema_editor, using=using, **kwargs)
+
+
+class ReadyJobsIndex(PartialIndex):
+    """The claim index: over READY rows only."""
+
+    where = Q(status="READY")
+    lead = ("status",)
+
+
+class FailedJobsIndex(PartialIndex):
+    """The dead letters by queue, newest first, and their count per queue (index-only)."""
+
+    where = Q(status="FAILED")
+    lead = ("status",)
+
+
+class FinishedJobsIndex(PartialIndex):
+    """Finished jobs by status and finish time: the dead letters newest first, jobs
+    finished per minute, retention.
+
+    Partial, so the claim (``status = 'READY'``) can never be planned on it: SQLite
+    without statistics would otherwise prefer it to the claim index and sort.
+    """
+
+    where = Q(status="SUCCESSFUL") | Q(status="FAILED")
+
+
+class UniqueKeyIndex(PartialIndex):
+    """Jobs by unique key (the admin's search); most jobs have none, and are left out."""
+
+    where = Q(unique_key__isnull=False)
 
 
 def error_kind(exc: BaseException, using: str = "default") -> ErrorKind:

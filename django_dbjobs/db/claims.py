@@ -64,10 +64,30 @@ def claim_pick(
         sql = sql.replace(limit_sql, "LIMIT %s")
         params = [*params[:position], _LIMIT_MARK, *params[position:]]
         sql, params = _inline_constants(sql, params, set(values), using)
+        sql = _pin_claim_index(sql, picked.model, using)
         cached = _claims[key] = (sql, params)
     sql, params = cached
     marks = {**values, _LIMIT_MARK: limit}
     return sql, [marks.get(value, value) if isinstance(value, str | int) else value for value in params]
+
+
+def _pin_claim_index(sql: str, model, using: str) -> str:
+    """SQLite: name the claim index in the pick (``INDEXED BY``).
+
+    Without statistics (Django never runs ANALYZE) SQLite may plan the pick on another
+    index led by status and sort every READY row on each claim, under the write lock:
+    100 ms and more with a large backlog, against about 1 ms on the claim index.
+    """
+    if connections[using].vendor != "sqlite":
+        return sql
+    from . import ReadyJobsIndex
+
+    index = next(index.name for index in model._meta.indexes if isinstance(index, ReadyJobsIndex))
+    quote = connections[using].ops.quote_name
+    table = quote(model._meta.db_table)
+    if sql.count(f"FROM {table} ") != 1:
+        raise AssertionError(f"Unexpected claim SQL: {sql}")
+    return sql.replace(f"FROM {table} ", f"FROM {table} INDEXED BY {quote(index)} ")
 
 
 def _inline_constants(sql: str, params: list, placeholders: set, using: str) -> tuple[str, list]:

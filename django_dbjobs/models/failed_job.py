@@ -73,22 +73,14 @@ class FailedJobQuerySet(JobQuerySet):
         """
         deleted = skipped = 0
         for pks in self._batches(batch_size):
-            with transaction.atomic(using=self.db):
-                count = Job.objects.using(self.db).filter(pk__in=pks).failed()._raw_delete(self.db)
+            count = self._delete_batch(pks)
             deleted += count
             skipped += len(pks) - count
         return deleted, skipped
 
-    def _batches(self, batch_size: int):
-        """The primary keys of these rows, in key order, one list per batch (keyset pagination)."""
-        rows = self.order_by("pk").values_list("pk", flat=True)
-        last = None
-        while True:
-            pks = list((rows if last is None else rows.filter(pk__gt=last))[:batch_size])
-            if not pks:
-                return
-            yield pks
-            last = pks[-1]
+    def _delete_batch(self, pks: list[str]) -> int:
+        with transaction.atomic(using=self.db):
+            return Job.objects.using(self.db).filter(pk__in=pks).failed()._raw_delete(self.db)
 
     def _retry_batch(self, pks: list[str]) -> RetryReport:
         jobs = Job.objects.using(self.db)

@@ -89,8 +89,9 @@ class Job(models.Model):
         indexes = [
             db.ReadyJobsIndex(fields=list(CLAIM_ORDER), name="dbjobs_job_claim_idx"),
             models.Index(fields=["status", "worker"], name="dbjobs_job_worker_idx"),
-            # The dead letters newest first, jobs finished per minute, and retention.
-            models.Index(fields=["status", "finished_at"], name="dbjobs_job_finished_idx"),
+            db.FinishedJobsIndex(fields=["status", "finished_at", "id"], name="dbjobs_job_finished_idx"),
+            db.FailedJobsIndex(fields=["queue", "finished_at", "id"], name="dbjobs_job_failed_queue_idx"),
+            db.UniqueKeyIndex(fields=["unique_key"], name="dbjobs_job_unique_key_idx"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["name", "active_key"], name="dbjobs_job_one_active_per_key"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
@@ -94,13 +94,28 @@ class JobQuerySet(models.QuerySet):
         values = dict(zip(names, queues or [], strict=True)) | dict(zip(skipped, sorted(paused), strict=True))
         return build, (len(names), len(skipped), include_waiting), values
 
-    def cancel(self) -> int:
-        """Delete the READY jobs among these; return how many.
+    def cancel(self, batch_size: int = 500) -> int:
+        """Delete the READY jobs among these, `batch_size` at a time; return how many.
 
-        Fenced in one DELETE (``status = 'READY'`` in its WHERE clause): a job a worker
-        claimed meanwhile, or one that finished, is never deleted. No delete signals.
+        Each batch is one DELETE fenced on ``status = 'READY'``: a job a worker claimed
+        meanwhile, or one that finished, is never deleted. No delete signals are sent.
         """
-        return self.ready()._raw_delete(self.db)
+        cancelled = 0
+        for pks in self.ready()._batches(batch_size):
+            with transaction.atomic(using=self.db):
+                cancelled += self.model.objects.using(self.db).filter(pk__in=pks).ready()._raw_delete(self.db)
+        return cancelled
+
+    def _batches(self, batch_size: int):
+        """The primary keys of these rows, in key order, one list per batch (keyset pagination)."""
+        rows = self.order_by("pk").values_list("pk", flat=True)
+        last = None
+        while True:
+            pks = list((rows if last is None else rows.filter(pk__gt=last))[:batch_size])
+            if not pks:
+                return
+            yield pks
+            last = pks[-1]
 
     def _refund(self, isolate: bool = False) -> int:
         """Make these jobs READY with their pickup undone: the attempt and its worker id.

@@ -1,0 +1,33 @@
+# Indexes for the admin's pages (and retention), built without blocking writes on
+# PostgreSQL (CREATE INDEX CONCURRENTLY), so a big job table keeps taking jobs meanwhile.
+
+import django_dbjobs.db
+from django.db import migrations
+from django_dbjobs.db.online_index import AddIndexOnline
+
+
+class Migration(migrations.Migration):
+    atomic = False
+
+    dependencies = [
+        ("django_dbjobs", "0006_queues_dead_letters"),
+    ]
+
+    operations = [
+        AddIndexOnline(
+            model_name="job",
+            index=django_dbjobs.db.FinishedJobsIndex(
+                fields=["status", "finished_at", "id"], name="dbjobs_job_finished_idx"
+            ),
+        ),
+        AddIndexOnline(
+            model_name="job",
+            index=django_dbjobs.db.FailedJobsIndex(
+                fields=["queue", "finished_at", "id"], name="dbjobs_job_failed_queue_idx"
+            ),
+        ),
+        AddIndexOnline(
+            model_name="job",
+            index=django_dbjobs.db.UniqueKeyIndex(fields=["unique_key"], name="dbjobs_job_unique_key_idx"),
+        ),
+    ]

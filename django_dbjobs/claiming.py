@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from .exceptions import MissingMigrations
@@ -13,6 +14,12 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 logger = logging.getLogger("django_dbjobs")
+
+#: Seconds between claims that come back empty while queues are paused. A paused
+#: backlog sits in the claim index before other jobs, and every claim walks past it;
+#: wake-ups (another process's enqueue into the paused queue) must not repeat that walk
+#: many times a second. Other queues' new jobs may wait this long.
+PAUSED_CLAIM_GAP = 0.2
 
 
 class Claimer:
@@ -30,6 +37,7 @@ class Claimer:
         self.in_doubt = False
         self.claimed = 0
         self.paused = PausedQueues(worker.id, worker.using, worker.queues)
+        self._came_empty_at = float("-inf")
 
     def free_slots(self) -> int:
         """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
@@ -52,11 +60,15 @@ class Claimer:
             if self._guarded(self.release_unheld, "releasing jobs not held") is None:
                 self.in_doubt = True
                 return None
+        if self.paused.names and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
+            return 0  # see PAUSED_CLAIM_GAP
         epoch = worker.lease.epoch  # read before the claim: see Lease
         jobs = self._guarded(lambda: self.claim(free), "claiming jobs")
         if jobs is None:
             self.in_doubt = True
             return None
+        if not jobs:
+            self._came_empty_at = time.monotonic()
         extra = worker._held.add(jobs)
         if extra:  # hold one job that must run alone at a time; give the others back now
             self.release(extra, quiet=True)

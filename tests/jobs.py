@@ -183,3 +183,13 @@ def tick():
 def charge(card_token, amount, note=""):
     """A job with a secret positional argument: the admin masks it by its name."""
     return {"charged": amount, "api_key": "returned-secret"}
+
+
+@job
+def record_when_released(path, value):
+    """Record `started:<value>`, wait until the file `path` exists (the test releases it), record `value`."""
+    record(f"started:{value}")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return record(value)

@@ -1,7 +1,9 @@
 """The dead-letter page: Retry and Delete as actions, buttons and for everything matching a filter."""
 
+import datetime
+
 import pytest
-from django.db.models.functions import Now
+from django.utils import timezone
 
 from django_dbjobs.models import FailedJob, Job, JobStatus
 
@@ -15,7 +17,9 @@ LIST = "/admin/django_dbjobs/failedjob/"
 def test_dead_letters_list_only_failed_jobs_newest_first_with_their_error():
     older = failed_job(last_error="ValueError: older one")
     newer = failed_job(last_error="KeyError: newer one")
-    Job.objects.filter(pk=older.pk).update(finished_at=Now())  # finished later, listed first
+    # Enqueued first, failed last: listed first (by failure time, not by id).
+    Job.objects.filter(pk=newer.pk).update(finished_at=timezone.now() - datetime.timedelta(minutes=5))
+    Job.objects.filter(pk=older.pk).update(finished_at=timezone.now() - datetime.timedelta(minutes=1))
     Job.objects.create(name="tests.jobs.add", args=[1, 2])
     client = staff(superuser=True)
     page = text(client.get(LIST))

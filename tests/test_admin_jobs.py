@@ -263,3 +263,26 @@ def test_a_masked_jobs_unique_key_is_masked_too():
     )
     page = staff(superuser=True).get(f"{LIST}{job.pk}/change/").content.decode()
     assert "customer-secret-42" not in page and "********" in page
+
+
+def test_odd_dates_and_id_spellings_do_not_break_the_list():
+    job = Job.objects.create(name="tests.jobs.add", args=[1, 2])
+    client = staff(superuser=True)
+    for year in ("1", "2"):  # (9999 is a 500 in Django itself: its year + 1 overflows)
+        assert client.get(LIST, {"enqueued_at__year": year}).status_code in (200, 302)
+    braced = "{" + job.pk.replace("-", "").upper() + "}"
+    assert job.pk[-12:] in text(client.get(LIST, {"q": braced}))
+
+
+def test_actions_other_apps_add_to_every_admin_are_not_offered():
+    from django.contrib import admin as django_admin
+
+    def shout(modeladmin, request, queryset):
+        queryset.update(status="SUCCESSFUL")
+
+    django_admin.site.add_action(shout, "shout_everywhere")
+    try:
+        page = staff(superuser=True).get(LIST).content.decode()
+    finally:
+        django_admin.site.disable_action("shout_everywhere")
+    assert 'value="shout_everywhere"' not in page and 'value="cancel"' in page

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.mark.slow
-def test_every_action_leaves_a_running_job_alone(run_jobs, record_file):
-    job = enqueue(jobs.announce_sleep_record, 3, "finished")
+def test_every_action_leaves_a_running_job_alone(run_jobs, record_file, tmp_path):
+    release = tmp_path / "release"
+    job = enqueue(jobs.record_when_released, str(release), "finished")
     worker = run_jobs()
     assert wait_for(lambda: "started:finished" in record_file.read_text(), 20)
     held = Job.objects.get(pk=job.pk)
@@ -53,6 +54,7 @@ def test_every_action_leaves_a_running_job_alone(run_jobs, record_file):
         held.attempts,
         held.pickups,
     )
+    release.touch()
     assert wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.SUCCESSFUL).exists(), 20)
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0

@@ -47,12 +47,15 @@ def test_a_claim_on_paused_queues_only_takes_nothing():
     assert Job.objects.ready().count() == 1
 
 
-def test_the_worker_view_of_paused_queues_is_read_again_after_a_second(caplog):
+def test_the_worker_view_of_paused_queues_is_read_again_after_a_second(caplog, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr("django_dbjobs.paused_queues.time.monotonic", lambda: clock[0])
     paused = PausedQueues("w1", "default")
     assert paused.current() == frozenset()
     Queue.objects.pause(["emails"])
+    clock[0] += PAUSE_CHECK_INTERVAL - 0.01
     assert paused.current() == frozenset(), "trusted for a second"
-    time.sleep(PAUSE_CHECK_INTERVAL)
+    clock[0] += 0.01
     with caplog.at_level("INFO", logger="django_dbjobs"):
         assert paused.current() == frozenset({"emails"})
     assert "Queue paused, not claiming from it queue=emails" in caplog.text
@@ -94,6 +97,24 @@ def test_the_idle_probe_does_not_take_a_paused_backlog_for_work():
     assert IdleWaiter("default", event, None)._changed()
     assert not IdleWaiter("default", event, None, lambda: paused)._changed()
     assert not IdleWaiter("default", event, ["emails"], lambda: paused)._changed()
-    Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="default")
-    assert IdleWaiter("default", event, None, lambda: paused)._changed()
-    assert IdleWaiter("default", event, ["emails", "default"], lambda: paused)._changed()
+    started = time.monotonic()
+    assert not IdleWaiter("default", event, None, lambda: paused).wait(0.3)
+    assert time.monotonic() - started >= 0.29, "waited out the poll instead of probing"
+
+
+def test_empty_claims_are_spaced_while_queues_are_paused():
+    from django_dbjobs.claiming import PAUSED_CLAIM_GAP
+    from django_dbjobs.worker import Worker
+
+    Queue.objects.pause(["emails"])
+    Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")
+    worker = Worker(concurrency=1)
+    claimer = worker.claimer
+    assert claimer.claim_free_slots() == 0  # reads the pause, walks past the paused job
+    assert claimer.paused.names == frozenset({"emails"})
+    job = Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="default")
+    assert claimer.claim_free_slots() == 0, "within the gap: no claim"
+    time.sleep(PAUSED_CLAIM_GAP)
+    assert claimer.claim_free_slots() == 1
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.READY, worker=None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.admin.utils import quote
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import HttpResponseRedirect
@@ -143,14 +143,14 @@ class FailedJobAdmin(JobAdminBase):
         context = {
             **(extra_context or {}),
             "can_retry": self.has_retry_permission(request),
-            "retry_url": admin_url(self, "retry", quote(object_id)),
+            "retry_url": admin_url(self, "retry", object_id),  # as it came: quoted already
         }
         return super().change_view(request, object_id, form_url, context)
 
     def retry_view(self, request, object_id):
         if not self.has_retry_permission(request):
             raise PermissionDenied
-        report = FailedJob.objects.filter(pk=object_id).retry_all()
+        report = FailedJob.objects.filter(pk=unquote(object_id)).retry_all()
         log_change(request, "retried a dead letter", retried=report.retried, skipped=report.skipped)
         self.message_user(
             request, retry_message(report), messages.SUCCESS if report.retried else messages.WARNING

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.utils.html import format_html
@@ -75,8 +76,9 @@ class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
         # action_location: Django 6.1's actions on the change form; absent on 5.2.
         extra = {} if action_location is None else {"action_location": action_location}
         actions = super().get_actions(request, **extra)
-        actions.pop("delete_selected", None)  # it would delete jobs of any status
-        return actions
+        # Only this admin's own, fenced actions: not delete_selected (it would delete jobs of
+        # any status), nor actions other apps add to every admin (admin.site.add_action).
+        return {name: action for name, action in actions.items() if name in (self.actions or ())}
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
@@ -91,14 +93,14 @@ class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
         if not term:
             return queryset, False
         try:
-            uuid.UUID(term)
+            job_id = str(uuid.UUID(term))  # any spelling of a UUID, as ids are stored
         except ValueError:
             # A job name, or else a unique key: one indexed condition each, never an OR of
             # the two (MariaDB merges both indexes and sorts every match).
             if term in registry.registered() or Job.objects.filter(name=term).exists():
                 return queryset.filter(name=term), False
             return queryset.filter(unique_key=term), False
-        return queryset.filter(pk=term.lower()), False
+        return queryset.filter(pk=job_id), False
 
     # The list's columns
 
@@ -123,7 +125,7 @@ class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
 
     def delete_view(self, request, object_id, extra_context=None):
         """Delete one job: fenced like the actions, so a job claimed meanwhile is left alone."""
-        job = self.get_object(request, object_id)
+        job = self.get_object(request, unquote(object_id))
         if job is None:
             self.message_user(request, _("That job no longer exists."), messages.WARNING)
             return HttpResponseRedirect(admin_url(self, "changelist"))

@@ -126,5 +126,8 @@ def enqueued_id_range(params) -> tuple[str, str] | None:
     except (ValueError, OverflowError):
         return None
     zone = timezone.get_current_timezone()
-    start, end = timezone.make_aware(start, zone), timezone.make_aware(end, zone)
-    return id_floor(start - ID_CLOCK_BEHIND), id_floor(end + ID_CLOCK_AHEAD)
+    try:
+        start, end = timezone.make_aware(start, zone), timezone.make_aware(end, zone)
+        return id_floor(start - ID_CLOCK_BEHIND), id_floor(end + ID_CLOCK_AHEAD)
+    except (ValueError, OverflowError):  # year 1 or 9999: no bounds, the filter still applies
+        return None

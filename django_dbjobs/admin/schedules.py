@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
 from django.http import HttpResponseRedirect
@@ -236,7 +236,7 @@ class ScheduleAdmin(admin.ModelAdmin):
         ]
 
     def run_now_view(self, request, object_id):
-        schedule = self.get_object(request, object_id)
+        schedule = self.get_object(request, unquote(object_id))
         if schedule is None:
             self.message_user(request, _("That schedule no longer exists."), messages.WARNING)
             return HttpResponseRedirect(admin_url(self, "changelist", model="schedule"))
@@ -248,6 +248,6 @@ class ScheduleAdmin(admin.ModelAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         context = {
             **(extra_context or {}),
-            "run_now_url": admin_url(self, "run_now", quote(object_id), model="schedule"),
+            "run_now_url": admin_url(self, "run_now", object_id, model="schedule"),  # quoted already
         }
         return super().change_view(request, object_id, form_url, context)

@@ -38,6 +38,21 @@ class PartialIndex(models.Index):
     where: Q
     lead: tuple[str, ...] = ()
 
+    def __init__(
+        self, *args, where: Q | None = None, lead: list[str] | tuple[str, ...] | None = None, **kwargs
+    ):
+        super().__init__(*args, **kwargs)
+        if where is not None:
+            self.where = where
+        if lead is not None:
+            self.lead = tuple(lead)
+
+    def deconstruct(self):
+        # Written out in migrations, so a later change of a condition is a new migration,
+        # not a silent difference between old and new databases.
+        path, args, kwargs = super().deconstruct()
+        return path, args, {**kwargs, "where": self.where, "lead": list(self.lead)}
+
     def create_sql(self, model, schema_editor, using="", **kwargs):
         if schema_editor.connection.features.supports_partial_indexes:
             index = models.Index(fields=self.fields, name=self.name, condition=self.where)
@@ -83,13 +98,22 @@ def error_kind(exc: BaseException, using: str = "default") -> ErrorKind:
 
 
 def pending_migrations(using: str = "default") -> list[str]:
-    """The django_dbjobs migrations not yet applied to this database."""
+    """The django_dbjobs migrations a worker needs that are not yet applied to this database.
+
+    Index-only migrations are left out (see online_index.py): a worker runs without them.
+    """
     from django.db.migrations.executor import MigrationExecutor
 
     executor = MigrationExecutor(connections[using])
     targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_dbjobs"]
     plan = executor.migration_plan(targets)
-    return [f"{migration.app_label}.{migration.name}" for migration, backwards in plan if not backwards]
+    from .online_index import INDEX_ONLY_MIGRATIONS
+
+    return [
+        f"{migration.app_label}.{migration.name}"
+        for migration, backwards in plan
+        if not backwards and migration.name not in INDEX_ONLY_MIGRATIONS
+    ]
 
 
 def lock_or_skip(queryset):

@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
                 'verbose_name': 'job',
                 'verbose_name_plural': 'jobs',
                 'ordering': ['-priority', 'run_at', 'id'],
-                'indexes': [django_dbjobs.db.ReadyJobsIndex(fields=['-priority', 'run_at', 'id'], name='dbjobs_job_claim_idx'), models.Index(fields=['status', 'worker'], name='dbjobs_job_worker_idx')],
+                'indexes': [django_dbjobs.db.ReadyJobsIndex(fields=['-priority', 'run_at', 'id'], name='dbjobs_job_claim_idx', where=models.Q(('status', 'READY')), lead=['status']), models.Index(fields=['status', 'worker'], name='dbjobs_job_worker_idx')],
                 'constraints': [models.CheckConstraint(condition=models.Q(('priority__gte', -100), ('priority__lte', 100)), name='dbjobs_job_priority_range'), models.CheckConstraint(condition=models.Q(('status__in', ['READY', 'RUNNING', 'SUCCESSFUL', 'FAILED'])), name='dbjobs_job_status_valid')],
             },
         ),

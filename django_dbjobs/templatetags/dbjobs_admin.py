@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import datetime
 
+import django
 from django import template
 from django.utils import formats, timezone
 from django.utils.text import capfirst
@@ -117,3 +118,9 @@ def dbjobs_count(cl) -> str:
 
         return _("more than %(count)s") % {"count": formats.number_format(COUNT_CAP, force_grouping=True)}
     return formats.number_format(cl.result_count, force_grouping=True)
+
+
+@register.simple_tag
+def dbjobs_admin_markup() -> str:
+    """ "6" for the admin markup of Django 6 (<ol class="breadcrumbs">, <nav class="paginator">), else "5"."""
+    return "6" if django.VERSION >= (6, 0) else "5"

@@ -17,7 +17,7 @@ times. Printed per page: the median and the slowest load, the number of SQL quer
 the slowest one's time. For a page slower than --slow-ms the slowest query is printed
 with its plan (EXPLAIN ANALYZE on PostgreSQL, ANALYZE on MariaDB/MySQL).
 
---without-index drops dbjobs_job_finished_idx (status, finished_at) for the measurement
+--without-index drops dbjobs_job_finished_idx (status, finished_at, id) for the measurement
 and creates it again afterwards (also at the next start, if a run was killed meanwhile).
 See bench/README.md.
 """

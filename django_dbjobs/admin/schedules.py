@@ -16,26 +16,14 @@ from django.views.decorators.http import require_POST
 from ..exceptions import DbJobsError
 from ..models import DefinedIn, Job, Schedule
 from ..schedule_report import _local, state
+from ..schedules import KEYS
 from . import display
 from .confirm import confirm_action
 from .links import admin_url
 from .masking import masked_arguments
 
-DEFINITION_FIELDS = [
-    "name",
-    "job",
-    "cron",
-    "timezone",
-    "args",
-    "kwargs",
-    "queue",
-    "priority",
-    "max_attempts",
-    "missed_runs",
-    "catch_up_window",
-    "no_overlap",
-    "due_time_argument",
-]
+#: The fields a DBJOBS_SCHEDULES entry also gives, in the form's order ("enabled" apart).
+DEFINITION_FIELDS = ["name", *(key for key in KEYS if key != "enabled")]
 STATE_FIELDS = [
     "defined_in",
     "state_display",

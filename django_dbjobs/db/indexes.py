@@ -1,0 +1,72 @@
+"""Partial indexes of the job table, and their plain stand-ins on MySQL/MariaDB."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class PartialIndex(models.Index):
+    """An index over the rows matching `where`, where the database has partial indexes.
+
+    MySQL and MariaDB have none (Django would drop the condition and warn, models.W037),
+    so there the index is a plain one led by the `lead` columns, which serves the same
+    ``WHERE`` as well. The condition is added here rather than passed to Index, so no
+    Django version warns about it. Subclasses set `where` and `lead`.
+    """
+
+    where: Q
+    lead: tuple[str, ...] = ()
+
+    def __init__(
+        self, *args, where: Q | None = None, lead: list[str] | tuple[str, ...] | None = None, **kwargs
+    ):
+        super().__init__(*args, **kwargs)
+        if where is not None:
+            self.where = where
+        if lead is not None:
+            self.lead = tuple(lead)
+
+    def deconstruct(self):
+        # Written out in migrations, so a later change of a condition is a new migration,
+        # not a silent difference between old and new databases.
+        path, args, kwargs = super().deconstruct()
+        return path, args, {**kwargs, "where": self.where, "lead": list(self.lead)}
+
+    def create_sql(self, model, schema_editor, using="", **kwargs):
+        if schema_editor.connection.features.supports_partial_indexes:
+            index = models.Index(fields=self.fields, name=self.name, condition=self.where)
+        else:
+            index = models.Index(fields=[*self.lead, *self.fields], name=self.name)
+        return index.create_sql(model, schema_editor, using=using, **kwargs)
+
+
+class ReadyJobsIndex(PartialIndex):
+    """The claim index: over READY rows only."""
+
+    where = Q(status="READY")
+    lead = ("status",)
+
+
+class FailedJobsIndex(PartialIndex):
+    """The dead letters by queue, newest first, and their count per queue (index-only)."""
+
+    where = Q(status="FAILED")
+    lead = ("status",)
+
+
+class FinishedJobsIndex(PartialIndex):
+    """Finished jobs by status and finish time: the dead letters newest first, jobs
+    finished per minute, retention.
+
+    Partial, so the claim (``status = 'READY'``) can never be planned on it: SQLite
+    without statistics would otherwise prefer it to the claim index and sort.
+    """
+
+    where = Q(status="SUCCESSFUL") | Q(status="FAILED")
+
+
+class UniqueKeyIndex(PartialIndex):
+    """Jobs by unique key (the admin's search); most jobs have none, and are left out."""
+
+    where = Q(unique_key__isnull=False)

@@ -60,7 +60,7 @@ class Claimer:
             if self._guarded(self.release_unheld, "releasing jobs not held") is None:
                 self.in_doubt = True
                 return None
-        if self.paused.names and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
+        if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
             return 0  # see PAUSED_CLAIM_GAP
         epoch = worker.lease.epoch  # read before the claim: see Lease
         jobs = self._guarded(lambda: self.claim(free), "claiming jobs")

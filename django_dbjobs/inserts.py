@@ -85,11 +85,7 @@ def _clock_once(connection, shape: tuple, group: list[Job]) -> tuple:
     filled = []
     for spec, kind in zip(field_specs(), shape, strict=True):
         if kind == "d":
-            field, value = spec.field, raw
-            for converter in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
-                connection
-            ):
-                value = converter(value, field.cached_col, connection)
+            value = db.as_datetime(raw, spec.field, connection)
             for job in group:
                 setattr(job, spec.attname, value)
         filled.append("s" if kind == "d" else kind)

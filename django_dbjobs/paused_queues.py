@@ -37,11 +37,16 @@ class PausedQueues:
                 self.names = names
         return self.names
 
+    @property
+    def served(self) -> frozenset[str]:
+        """The paused queues among those this worker claims from (as last read)."""
+        return self.names & self.queues if self.queues else self.names
+
     def _log_change(self, names: frozenset[str]) -> None:
-        served = (lambda name: name in self.queues) if self.queues else (lambda name: True)
-        for name in sorted(names - self.names):
-            if served(name):
-                logger.info("Queue paused, not claiming from it queue=%s id=%s", name, self.worker_id)
-        for name in sorted(self.names - names):
-            if served(name):
-                logger.info("Queue resumed queue=%s id=%s", name, self.worker_id)
+        def served(name: str) -> bool:
+            return not self.queues or name in self.queues
+
+        for name in sorted(filter(served, names - self.names)):
+            logger.info("Queue paused, not claiming from it queue=%s id=%s", name, self.worker_id)
+        for name in sorted(filter(served, self.names - names)):
+            logger.info("Queue resumed queue=%s id=%s", name, self.worker_id)

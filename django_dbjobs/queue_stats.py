@@ -30,10 +30,6 @@ class QueueRow:
     def paused(self) -> bool:
         return self.paused_at is not None
 
-    @property
-    def ready(self) -> int:
-        return self.due + self.later
-
 
 def queue_rows(using: str = "default") -> list[QueueRow]:
     """One row per queue that has READY, RUNNING or FAILED jobs, is paused, or is in DBJOBS_QUEUES.

@@ -190,6 +190,13 @@ def resolve(target: JobFunction | Callable | str) -> JobFunction:
     raise UnknownJob(f"Expected a job function or its dotted name, not {target!r}.")
 
 
+def discovered() -> dict[str, JobFunction]:
+    """Every registered job, by name, after importing the job modules once (web processes)."""
+    if not _discovered:
+        autodiscover()
+    return registered()
+
+
 def registered() -> dict[str, JobFunction]:
     """Return a snapshot of every registered job, by name."""
     return dict(_registry)

@@ -131,8 +131,8 @@ class IdleWaiter:
         self.using = using
         self.event = event
         self.queues = queues
-        #: The paused queues as the claims last read them: the probe must not take their
-        #: jobs for work, or a paused backlog would wake the worker for empty claims.
+        #: The paused queues among this worker's, as its claims last read them: the probe
+        #: must not take their jobs for work, or a paused backlog would wake it for nothing.
         self.paused = paused
         self.steps = db.idle_check_steps(using)
         self.data_version = db.uses_data_version(using)
@@ -180,10 +180,14 @@ class IdleWaiter:
                 return changed
             from .models import Job
 
-            if self.paused():
+            paused = self.paused()
+            if paused and not self.queues:
                 # Telling a paused backlog from other work means reading each paused job:
                 # while queues are paused, the poll interval brings the next look instead.
                 return False
-            return Job.objects.using(self.using).due().for_queues(self.queues).exists()
+            queues = [name for name in self.queues or [] if name not in paused]
+            if self.queues and not queues:
+                return False  # every queue of this worker is paused
+            return Job.objects.using(self.using).due().for_queues(queues).exists()
         except (DatabaseError, InterfaceError):
             return True  # let the claim meet the error and back off

@@ -98,7 +98,7 @@ class Worker:
         signals.install()  # before any thread starts: see stop_signals.py
         wakeup.subscribe(self._wake)
         paused = self.claimer.paused
-        self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.names)
+        self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
         try:
             self._outage.call(self._check_migrated, "checking the database")
             if self._scheduler is not None:

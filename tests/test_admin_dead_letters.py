@@ -102,6 +102,10 @@ def test_detail_page_buttons_retry_and_delete():
     response = client.post(f"{LIST}{retried.pk}/retry/", follow=True)
     assert client.messages(response) == ["1 job queued again."]
     assert Job.objects.get(pk=retried.pk).status == JobStatus.READY
+    twice = client.post(f"{LIST}{retried.pk}/retry/", follow=True)  # the button pressed again
+    assert client.messages(twice) == [
+        "0 jobs queued again. 1 skipped: no longer failed (retried or deleted meanwhile)."
+    ]
     assert client.get(f"{LIST}{deleted.pk}/delete/").status_code == 200  # the confirmation
     assert Job.objects.filter(pk=deleted.pk).exists()
     response = client.post(f"{LIST}{deleted.pk}/delete/", {"post": "yes"}, follow=True)
@@ -167,7 +171,8 @@ def test_the_writes_themselves_are_fenced_on_failed(status):
     before = Job.objects.filter(pk=moved.pk).values().get()
     report = FailedJob.objects.all()._retry_batch([moved.pk])
     assert (report.retried, report.not_failed, report.key_held) == (0, 1, 0)
-    assert FailedJob.objects.all()._delete_batch([moved.pk]) == 0
+    # A queryset not narrowed to FAILED: the DELETE's own fence must hold.
+    assert Job.objects.filter(pk=moved.pk)._delete_in_batches(JobStatus.FAILED, 10) == (0, 1)
     keyed = failed_job(unique_key="kk")
     Job.objects.filter(pk=keyed.pk).update(status=status)
     assert FailedJob.objects.all()._retry_batch([keyed.pk]).not_failed == 1

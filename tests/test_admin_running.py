@@ -37,6 +37,9 @@ def test_every_action_leaves_a_running_job_alone(run_jobs, record_file, tmp_path
     ]
     assert [response.status_code for response in responses] == [200] * 8
     assert client.messages(responses[1]) == ["Nothing deleted: the job is no longer ready."]
+    assert client.messages(responses[4]) == [
+        "0 jobs queued again. 1 skipped: no longer failed (retried or deleted meanwhile)."
+    ]
     assert client.messages(responses[0]) == [
         "0 ready jobs cancelled. 1 skipped: not ready (running or finished)."
     ]

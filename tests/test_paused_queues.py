@@ -100,6 +100,9 @@ def test_the_idle_probe_does_not_take_a_paused_backlog_for_work():
     started = time.monotonic()
     assert not IdleWaiter("default", event, None, lambda: paused).wait(0.3)
     assert time.monotonic() - started >= 0.29, "waited out the poll instead of probing"
+    Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="default")
+    assert IdleWaiter("default", event, ["emails", "default"], lambda: paused)._changed()
+    assert IdleWaiter("default", event, ["default"])._changed()
 
 
 def test_empty_claims_are_spaced_while_queues_are_paused():
@@ -114,6 +117,9 @@ def test_empty_claims_are_spaced_while_queues_are_paused():
     assert claimer.paused.names == frozenset({"emails"})
     job = Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="default")
     assert claimer.claim_free_slots() == 0, "within the gap: no claim"
+    other = Worker(queues=["default"], concurrency=1).claimer  # serves no paused queue: no gap
+    assert other.claim_free_slots() == 1 and other.paused.served == frozenset()
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.READY, worker=None)
     time.sleep(PAUSED_CLAIM_GAP)
     assert claimer.claim_free_slots() == 1
     assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING

@@ -18,31 +18,31 @@ SHOWN = 20
 
 
 def confirm_action(modeladmin, request, queryset, *, title: str, question: str, button: str, count: str):
-    """The page Django's own delete action shows: what would change, and a POST form to confirm."""
-    opts = modeladmin.model._meta
-    context = {
-        **modeladmin.admin_site.each_context(request),
-        "title": title,
-        "changelist_crumb": True,
-        "question": question,
-        "button": button,
-        "count": count,
-        "shown": list(queryset[:SHOWN]),
-        "more": queryset[SHOWN : SHOWN + 1].exists(),
-        "opts": opts,
-        "action": request.POST.get("action"),
-        "select_across": request.POST.get("select_across") == "1",
-        "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
-        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        "form_url": "",
-        "cancel_url": request.get_full_path(),  # the list, with its filters, as the action came from it
-    }
-    request.current_app = modeladmin.admin_site.name
-    return TemplateResponse(request, "admin/django_dbjobs/confirm.html", context)
+    """The page Django's own delete action shows: what would change, and a POST form to confirm.
+
+    The form posts the action and the selection again, with ``post=yes``.
+    """
+    return confirm_page(
+        modeladmin,
+        request,
+        title=title,
+        question=question,
+        button=button,
+        count=count,
+        shown=list(queryset[: SHOWN + 1]),
+        form_url="",
+        cancel_url=request.get_full_path(),  # the list, with its filters, as the action came from it
+        action=request.POST.get("action"),
+        select_across=request.POST.get("select_across") == "1",
+        selected=request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
+        action_checkbox_name=helpers.ACTION_CHECKBOX_NAME,
+    )
 
 
-def confirm_page(modeladmin, request, *, title, question, button, count, shown, form_url, cancel_url):
-    """A confirmation page for a view of its own (not an action): its form posts to `form_url`."""
+def confirm_page(
+    modeladmin, request, *, title, question, button, count, shown, form_url, cancel_url, **extra
+):
+    """A confirmation page whose form posts to `form_url`; `shown` lists up to SHOWN rows (one more: "…")."""
     context = {
         **modeladmin.admin_site.each_context(request),
         "title": title,
@@ -55,6 +55,7 @@ def confirm_page(modeladmin, request, *, title, question, button, count, shown, 
         "opts": modeladmin.model._meta,
         "form_url": form_url,
         "cancel_url": cancel_url,
+        **extra,
     }
     request.current_app = modeladmin.admin_site.name
     return TemplateResponse(request, "admin/django_dbjobs/confirm.html", context)

@@ -13,10 +13,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
-from ..models import FailedJob, JobStatus, RetryReport
+from ..models import FailedJob, FailedJobQuerySet, JobStatus, RetryReport
 from . import display
 from .audit import log_change
-from .confirm import confirm_action, confirm_page, selected_count
+from .confirm import SHOWN, confirm_action, confirm_page, selected_count
 from .jobs import JobAdminBase
 from .links import admin_url
 from .listing import COUNT_CAP, CappedCountPaginator, JobNameFilter, QueueFilter
@@ -85,13 +85,7 @@ class FailedJobAdmin(JobAdminBase):
 
     @admin.action(description=gettext_lazy("Retry selected dead letters"), permissions=["retry"])
     def retry(self, request, queryset):
-        report = queryset.retry_all()
-        # Rows selected on the page that left the dead letters since (a double submit).
-        report.not_failed += max(selected_count(request) - report.retried - report.skipped, 0)
-        log_change(request, "retried dead letters", retried=report.retried, skipped=report.skipped)
-        self.message_user(
-            request, retry_message(report), messages.SUCCESS if report.retried else messages.WARNING
-        )
+        self._change(request, self._retry, queryset)
 
     @admin.action(description=gettext_lazy("Delete selected dead letters"), permissions=["delete"])
     def delete_dead_letters(self, request, queryset):
@@ -105,13 +99,36 @@ class FailedJobAdmin(JobAdminBase):
                 button=_("Yes, delete them"),
                 count="",
             )
+        self._change(request, self._delete, queryset)
+        return None
+
+    # The changes themselves, for the actions, the buttons and "all matching"
+
+    def _change(self, request, change, queryset) -> None:
+        """Run `change` and say what it did; a database error part-way is a message, not an error page."""
+        try:
+            text, changed = change(request, queryset)
+        except DatabaseError as exc:
+            text = _(
+                "A database error stopped this part-way: %(error)s. Rows already changed stay "
+                "changed; run it again for the rest."
+            ) % {"error": exc}
+            self.message_user(request, text, messages.ERROR)
+            return
+        self.message_user(request, text, messages.SUCCESS if changed else messages.WARNING)
+
+    def _retry(self, request, queryset) -> tuple[str, int]:
+        report = queryset.retry_all()
+        # Rows ticked on the page that left the dead letters since (a double submit).
+        report.not_failed += max(selected_count(request) - report.retried - report.skipped, 0)
+        log_change(request, "retried dead letters", retried=report.retried, skipped=report.skipped)
+        return retry_message(report), report.retried
+
+    def _delete(self, request, queryset) -> tuple[str, int]:
         deleted, skipped = queryset.delete_all()
         skipped += max(selected_count(request) - deleted - skipped, 0)
         log_change(request, "deleted dead letters", deleted=deleted, skipped=skipped)
-        self.message_user(
-            request, delete_message(deleted, skipped), messages.SUCCESS if deleted else messages.WARNING
-        )
-        return None
+        return delete_message(deleted, skipped), deleted
 
     # Buttons: on the detail page, and "all matching the current filter" on the list
 
@@ -150,11 +167,8 @@ class FailedJobAdmin(JobAdminBase):
     def retry_view(self, request, object_id):
         if not self.has_retry_permission(request):
             raise PermissionDenied
-        report = FailedJob.objects.filter(pk=unquote(object_id)).retry_all()
-        log_change(request, "retried a dead letter", retried=report.retried, skipped=report.skipped)
-        self.message_user(
-            request, retry_message(report), messages.SUCCESS if report.retried else messages.WARNING
-        )
+        # Not narrowed to FAILED first: a job retried meanwhile is reported as skipped by the fence.
+        self._change(request, self._retry, FailedJobQuerySet(FailedJob).filter(pk=unquote(object_id)))
         return HttpResponseRedirect(admin_url(self, "changelist"))
 
     def retry_matching_view(self, request):
@@ -162,7 +176,7 @@ class FailedJobAdmin(JobAdminBase):
             raise PermissionDenied
         return self._matching(
             request,
-            lambda queryset: self._retried(request, queryset),
+            self._retry,
             title=_("Retry all matching dead letters?"),
             question=_(
                 "Every dead letter matching the current filter is queued again, due now, attempts reset."
@@ -175,21 +189,11 @@ class FailedJobAdmin(JobAdminBase):
             raise PermissionDenied
         return self._matching(
             request,
-            lambda queryset: self._deleted(request, queryset),
+            self._delete,
             title=_("Delete all matching dead letters?"),
             question=_("Every dead letter matching the current filter is deleted with its error history."),
             button=_("Yes, delete them"),
         )
-
-    def _retried(self, request, queryset) -> tuple[str, int]:
-        report = queryset.retry_all()
-        log_change(request, "retried matching dead letters", retried=report.retried, skipped=report.skipped)
-        return retry_message(report), report.retried
-
-    def _deleted(self, request, queryset) -> tuple[str, int]:
-        deleted, skipped = queryset.delete_all()
-        log_change(request, "deleted matching dead letters", deleted=deleted, skipped=skipped)
-        return delete_message(deleted, skipped), deleted
 
     def _matching(self, request, change, *, title, question, button):
         """GET: what the current filter matches, to confirm; POST: change it in batches."""
@@ -201,20 +205,7 @@ class FailedJobAdmin(JobAdminBase):
             self.message_user(request, _("Those filters are not valid here."), messages.ERROR)
             return HttpResponseRedirect(admin_url(self, "changelist"))
         if request.method == "POST":
-            try:
-                text, changed = change(queryset)
-            except DatabaseError as exc:
-                self.message_user(
-                    request,
-                    _(
-                        "A database error stopped this part-way: %(error)s. Rows already changed stay "
-                        "changed; run it again for the rest."
-                    )
-                    % {"error": exc},
-                    messages.ERROR,
-                )
-                return HttpResponseRedirect(back)
-            self.message_user(request, text, messages.SUCCESS if changed else messages.WARNING)
+            self._change(request, change, queryset)
             return HttpResponseRedirect(back)
         counted = CappedCountPaginator(queryset, 1)
         count = (
@@ -230,7 +221,7 @@ class FailedJobAdmin(JobAdminBase):
             question=question,
             button=button,
             count=count,
-            shown=list(queryset[:21]),
+            shown=list(queryset[: SHOWN + 1]),
             form_url="",
             cancel_url=back,
         )

@@ -52,19 +52,7 @@ class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
     change_list_template = "admin/django_dbjobs/job_change_list.html"
     change_form_template = "admin/django_dbjobs/job_change_form.html"
     fieldsets = DETAIL_FIELDSETS
-    readonly_fields = [
-        "id",
-        "name",
-        "status_display",
-        "queue",
-        "priority",
-        "attempts_display",
-        "unique_key_display",
-        "arguments",
-        "return_value_display",
-        "timeline",
-        "attempts_table",
-    ]
+    readonly_fields = [field for _name, options in DETAIL_FIELDSETS for field in options["fields"]]
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -97,7 +85,7 @@ class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
         except ValueError:
             # A job name, or else a unique key: one indexed condition each, never an OR of
             # the two (MariaDB merges both indexes and sorts every match).
-            if term in registry.registered() or Job.objects.filter(name=term).exists():
+            if term in registry.discovered() or Job.objects.filter(name=term).exists():
                 return queryset.filter(name=term), False
             return queryset.filter(unique_key=term), False
         return queryset.filter(pk=job_id), False

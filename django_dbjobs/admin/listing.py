@@ -48,7 +48,7 @@ class QueueFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         names = {settings.DEFAULT_QUEUE, *(settings.QUEUES or [])}
-        names |= {job.options.queue for job in registry.registered().values() if job.options.queue}
+        names |= {job.options.queue for job in registry.discovered().values() if job.options.queue}
         names |= set(Queue.objects.values_list("name", flat=True))
         if self.value():
             names.add(self.value())
@@ -65,8 +65,7 @@ class JobNameFilter(admin.SimpleListFilter):
     parameter_name = "name"
 
     def lookups(self, request, model_admin):
-        registry.autodiscover()
-        names = set(registry.registered())
+        names = set(registry.discovered())
         if self.value():
             names.add(self.value())
         return [(name, name) for name in sorted(names)]

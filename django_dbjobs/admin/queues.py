@@ -11,7 +11,6 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from ..conf import settings
 from ..exceptions import InvalidJob
 from ..models import Overview, Queue, WorkerProcess
 from ..queue_stats import finished_per_minute, queue_rows
@@ -133,8 +132,6 @@ class OverviewAdmin(QueuePageMixin, admin.ModelAdmin):
             "live_threads": sum(worker.concurrency for worker in workers),
             "dead_letters_url": admin_url(self, "changelist", model="failedjob"),
             "workers_url": admin_url(self, "changelist", model="workerprocess"),
-            "jobs_url": admin_url(self, "changelist", model="job"),
-            "heartbeat_timeout": settings.HEARTBEAT_TIMEOUT,
             "can_see_dead_letters": request.user.has_perm("django_dbjobs.view_failedjob"),
         }
         return self.render_page(request, "admin/django_dbjobs/overview.html", _("Jobs overview"), context)

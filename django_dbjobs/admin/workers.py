@@ -27,16 +27,7 @@ class WorkerProcessAdmin(admin.ModelAdmin):
         "heartbeat_display",
         "running_display",
     ]
-    readonly_fields = [
-        "id",
-        "hostname",
-        "pid",
-        "queues_display",
-        "concurrency",
-        "started_at",
-        "heartbeat_display",
-        "running_jobs",
-    ]
+    readonly_fields = [*list_display[:-1], "running_jobs"]  # the detail lists the jobs themselves
     fields = readonly_fields
     ordering = ["hostname", "started_at"]
     search_fields = ["hostname", "id"]

@@ -128,16 +128,19 @@ def database_now(using: str = "default"):
         return cursor.fetchone()[0]
 
 
+def as_datetime(raw, field, connection):
+    """A value the driver returned for `field` (a DateTimeField), as the ORM would give it."""
+    for converter in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(connection):
+        raw = converter(raw, field.cached_col, connection)
+    return raw
+
+
 def database_clock(using: str = "default") -> datetime.datetime:
-    """The database clock as an aware datetime (UTC), converted as a DateTimeField would be."""
+    """The database clock as an aware datetime (UTC)."""
     from ..models import Job
 
-    connection = connections[using]
-    field = Job._meta.get_field("enqueued_at")
-    value = database_now(using)
-    for converter in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(connection):
-        value = converter(value, field.cached_col, connection)
-    if timezone.is_naive(value):
+    value = as_datetime(database_now(using), Job._meta.get_field("enqueued_at"), connections[using])
+    if timezone.is_naive(value):  # USE_TZ = False
         value = timezone.make_aware(value, datetime.timezone.utc)
     return value.astimezone(datetime.timezone.utc)
 

@@ -10,11 +10,8 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from .job import Job
-from .queryset import JobQuerySet
+from .queryset import BATCH_SIZE, JobQuerySet
 from .states import Isolation, JobStatus
-
-#: Rows changed per statement (and per transaction) by retry_all() and delete_all().
-BATCH_SIZE = 500
 
 
 @dataclass
@@ -68,19 +65,9 @@ class FailedJobQuerySet(JobQuerySet):
     def delete_all(self, batch_size: int = BATCH_SIZE) -> tuple[int, int]:
         """Delete these dead letters, `batch_size` at a time; return (deleted, skipped).
 
-        Fenced: a job that is no longer FAILED (retried meanwhile) is skipped. One
-        DELETE per batch; no delete signals are sent.
+        Fenced: a job that is no longer FAILED (retried meanwhile) is skipped.
         """
-        deleted = skipped = 0
-        for pks in self._batches(batch_size):
-            count = self._delete_batch(pks)
-            deleted += count
-            skipped += len(pks) - count
-        return deleted, skipped
-
-    def _delete_batch(self, pks: list[str]) -> int:
-        with transaction.atomic(using=self.db):
-            return Job.objects.using(self.db).filter(pk__in=pks).failed()._raw_delete(self.db)
+        return self._delete_in_batches(JobStatus.FAILED, batch_size)
 
     def _retry_batch(self, pks: list[str]) -> RetryReport:
         jobs = Job.objects.using(self.db)

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from .job import Job
 
 
+#: Rows changed per statement (and per transaction) by the batched changes of many jobs.
+BATCH_SIZE = 500
+
+
 class JobQuerySet(models.QuerySet):
     def ready(self) -> JobQuerySet:
         return self.filter(status=JobStatus.READY)
@@ -94,17 +98,30 @@ class JobQuerySet(models.QuerySet):
         values = dict(zip(names, queues or [], strict=True)) | dict(zip(skipped, sorted(paused), strict=True))
         return build, (len(names), len(skipped), include_waiting), values
 
-    def cancel(self, batch_size: int = 500) -> int:
+    def cancel(self, batch_size: int = BATCH_SIZE) -> int:
         """Delete the READY jobs among these, `batch_size` at a time; return how many.
 
-        Each batch is one DELETE fenced on ``status = 'READY'``: a job a worker claimed
-        meanwhile, or one that finished, is never deleted. No delete signals are sent.
+        A job a worker claimed meanwhile, or one that finished, is never deleted.
         """
-        cancelled = 0
-        for pks in self.ready()._batches(batch_size):
+        return self.ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
+
+    def _delete_in_batches(self, status: str, batch_size: int) -> tuple[int, int]:
+        """Delete these rows if still `status`, a batch at a time; return (deleted, skipped).
+
+        Each batch is one DELETE in its own short transaction, fenced on the status in
+        its WHERE clause. No delete signals are sent.
+        """
+        deleted = skipped = 0
+        for pks in self._batches(batch_size):
             with transaction.atomic(using=self.db):
-                cancelled += self.model.objects.using(self.db).filter(pk__in=pks).ready()._raw_delete(self.db)
-        return cancelled
+                count = (
+                    self.model._base_manager.using(self.db)
+                    .filter(pk__in=pks, status=status)
+                    ._raw_delete(self.db)
+                )
+            deleted += count
+            skipped += len(pks) - count
+        return deleted, skipped
 
     def _batches(self, batch_size: int):
         """The primary keys of these rows, in key order, one list per batch (keyset pagination)."""

@@ -46,7 +46,3 @@ class Queue(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    @property
-    def is_paused(self) -> bool:
-        return self.paused_at is not None

@@ -269,7 +269,7 @@ def test_odd_dates_and_id_spellings_do_not_break_the_list():
     job = Job.objects.create(name="tests.jobs.add", args=[1, 2])
     client = staff(superuser=True)
     for year in ("1", "2"):  # (9999 is a 500 in Django itself: its year + 1 overflows)
-        assert client.get(LIST, {"enqueued_at__year": year}).status_code in (200, 302)
+        assert client.get(LIST, {"enqueued_at__year": year}).status_code == 200
     braced = "{" + job.pk.replace("-", "").upper() + "}"
     assert job.pk[-12:] in text(client.get(LIST, {"q": braced}))
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import execution
+from . import enqueuer_context, execution
 from .conf import settings
 from .models import Job, JobStatus
 from .outage import Outage
@@ -105,14 +105,17 @@ class SuccessBatch:
             return
         stored = {job.pk for job in won}
         for job, _value in batch:
-            if job.pk in stored:
-                execution.finished(job, JobStatus.SUCCESSFUL)
-            else:
+            if job.pk not in stored:
                 logger.warning(
                     "Job outcome dropped: this worker no longer owns it id=%s name=%s status=SUCCESSFUL",
                     job.pk,
                     job.name,
                 )
+            elif job.context or settings.CONTEXT_RESTORE:
+                with enqueuer_context.restoring_safely(job.context):
+                    execution.finished(job, JobStatus.SUCCESSFUL)
+            else:
+                execution.finished(job, JobStatus.SUCCESSFUL)
 
 
 #: Most bytes of return values stored in one UPDATE: well under MySQL's smallest usual

@@ -2,6 +2,7 @@
 
 from django.core import checks
 from django.db import connections
+from django.utils.module_loading import import_string
 
 from . import db, validation
 from .conf import settings
@@ -166,6 +167,7 @@ def check_settings(app_configs=None, **kwargs):
             )
         )
     errors.extend(schedule_errors())
+    errors.extend(hook_errors())
     interval, timeout = settings.HEARTBEAT_INTERVAL, settings.HEARTBEAT_TIMEOUT
     if _number(interval) and _number(timeout) and 0 < interval and timeout < 3 * interval:
         errors.append(
@@ -193,6 +195,36 @@ def schedule_errors() -> list[checks.Error]:
         )
         for problem in settings_problems()
     ]
+
+
+def hook_errors() -> list[checks.Error]:
+    """DBJOBS_CONTEXT_CAPTURE and DBJOBS_CONTEXT_RESTORE must name importable functions."""
+    errors = []
+    for name in ("CONTEXT_CAPTURE", "CONTEXT_RESTORE"):
+        path = getattr(settings, name)
+        if path is None:
+            continue
+        problem = None
+        if not isinstance(path, str):
+            problem = f"must be a dotted path to a function, not {path!r}"
+        else:
+            try:
+                hook = import_string(path)
+            except ImportError as exc:
+                problem = f"cannot be imported: {exc}"
+            else:
+                if not callable(hook):
+                    problem = f"({path}) is not callable"
+        if problem:
+            errors.append(
+                checks.Error(
+                    f"DBJOBS_{name} {problem}.",
+                    hint="For example: DBJOBS_CONTEXT_CAPTURE = 'myproject.jobs.job_context'. "
+                    "See 'The enqueuer's context' in the docs.",
+                    id="dbjobs.E021",
+                )
+            )
+    return errors
 
 
 def sqlite_warnings(databases: dict[str, dict]) -> list[checks.Warning]:

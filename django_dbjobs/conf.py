@@ -61,6 +61,12 @@ DEFAULTS = {
     ],
     # Jobs whose arguments and return value the admin never shows.
     "ADMIN_MASKED_JOBS": [],
+    # Dotted path of a function called at enqueue, returning a small JSON dict (a request
+    # id, a tenant) stored with the job; None: language and timezone only.
+    "CONTEXT_CAPTURE": None,
+    # Dotted path of a function taking that dict and returning a context manager, entered
+    # around the job's run; None: nothing to restore beyond language and timezone.
+    "CONTEXT_RESTORE": None,
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, router, transaction
 
-from . import db, inserts, registry, rows, validation, wakeup
+from . import db, enqueuer_context, inserts, registry, rows, validation, wakeup
 from .conf import settings
 from .exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from .models import Job
@@ -52,9 +52,24 @@ def prepare(
 
 
 def job_fields(
-    job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using, check_signature=True
+    job,
+    args,
+    kwargs,
+    queue,
+    priority,
+    run_at,
+    delay,
+    max_attempts,
+    unique_key,
+    using,
+    check_signature=True,
+    capture=True,
 ):
-    """The validated field values of a new job, and the database it goes to (InvalidJob if invalid)."""
+    """The validated field values of a new job, and the database it goes to (InvalidJob if invalid).
+
+    With `capture`, the enqueuer's context (language, timezone, DBJOBS_CONTEXT_CAPTURE)
+    goes with the job; a scheduler's jobs have no enqueuer.
+    """
     registered = registry.resolve(job)
     defaults = registered.options
     using = using or router.db_for_write(Job)
@@ -77,6 +92,10 @@ def job_fields(
     when = validation.run_at(run_at, delay)
     if when is not None:
         fields["run_at"] = when
+    if capture:
+        context = enqueuer_context.capture()
+        if context is not None:
+            fields["context"] = context
     return fields, using
 
 

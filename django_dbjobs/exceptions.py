@@ -25,6 +25,10 @@ class PayloadTooLarge(InvalidJobArguments):
     """The job's arguments are larger than DBJOBS_MAX_PAYLOAD_BYTES."""
 
 
+class InvalidJobContext(InvalidJob):
+    """DBJOBS_CONTEXT_CAPTURE returned something other than a small JSON object."""
+
+
 class UnsupportedDatabase(DbJobsError):
     """The database cannot run a job queue safely (too old, or misconfigured)."""
 

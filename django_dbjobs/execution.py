@@ -8,7 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from . import db, registry, validation
+from . import db, enqueuer_context, registry, validation
 from .conf import settings
 from .context import running
 from .exceptions import MissingMigrations, UnknownJob
@@ -47,19 +47,26 @@ def run(
         registered = registry.get(job.name)
     except UnknownJob as exc:
         return _unknown(job, worker, exc, outage)
+    if not (job.context or settings.CONTEXT_RESTORE):  # the common case, and the cheapest
+        return _run(job, worker, registered, on_success, outage, None)
+    with enqueuer_context.restoring_safely(job.context) as restored:
+        return _run(job, worker, registered, on_success, outage, restored)
+
+
+def _run(job, worker, registered, on_success, outage, restored: BaseException | None) -> str | None:
     alone = job.isolation != Isolation.NONE
     if alone and not _write(outage, job, lambda: job.mark_started_alone(worker), "recording the start"):
         _dropped(job, "RUNNING")
         return None
-    with running(job):
-        try:
-            send(job_started, job=job)
-            logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
-            result = registered.func(*job.args, **job.kwargs)
-        except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
-            failure: BaseException | None = exc
-        else:
-            failure = None
+    failure: BaseException | None = restored
+    if failure is None:
+        with running(job):
+            try:
+                send(job_started, job=job)
+                logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
+                result = registered.run(job)
+            except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
+                failure = exc
     if failure is None:
         try:
             result = validation.return_value(result, db.rejects_nul(job._state.db))
@@ -83,7 +90,9 @@ def run(
         error["summary"],
         exc_info=failure,
     )
-    return _store(job, outage, lambda e: job.mark_for_retry(worker, e, delay), error, JobStatus.READY)
+    return _store(
+        job, outage, lambda e: job.mark_for_retry(worker, e, delay), error, JobStatus.READY, failure
+    )
 
 
 def store_success(job: Job, worker: str, value: Any, outage: Outage) -> str | None:
@@ -114,7 +123,7 @@ def _unstorable(job: Job, worker: str, exc: BaseException, outage: Outage) -> st
 
 
 def _dead_letter(job: Job, worker: str, error: dict, outage: Outage, exc: BaseException | None) -> str | None:
-    status = _store(job, outage, lambda e: job.mark_failed(worker, e), error, JobStatus.FAILED)
+    status = _store(job, outage, lambda e: job.mark_failed(worker, e), error, JobStatus.FAILED, exc)
     if status is not None:
         logger.error(
             "Job failed id=%s name=%s attempts=%s error=%s",
@@ -162,7 +171,14 @@ def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | No
     return status
 
 
-def _store(job: Job, outage: Outage, write: Callable[[dict], bool], error: dict, status: str) -> str | None:
+def _store(
+    job: Job,
+    outage: Outage,
+    write: Callable[[dict], bool],
+    error: dict,
+    status: str,
+    failure: BaseException | None,
+) -> str | None:
     """Store a failed attempt (retry or dead letter); fall back to a shorter record if refused.
 
     Raises if the database refuses even that: the job is still RUNNING under this
@@ -180,7 +196,7 @@ def _store(job: Job, outage: Outage, write: Callable[[dict], bool], error: dict,
         logger.error("Could not store the error of job id=%s, storing a shorter one: %s", job.pk, exc)
         won = _write(outage, job, lambda: write(short), "storing the outcome")
     if won:
-        finished(job, status)
+        finished(job, status, failure)
         return status
     _dropped(job, status)
     return None
@@ -208,8 +224,11 @@ def _dropped(job: Job, status: str) -> None:
     )
 
 
-def finished(job: Job, status: str) -> None:
-    """Log and signal an outcome that was stored."""
+def finished(job: Job, status: str, failure: BaseException | None = None) -> None:
+    """Log and signal an outcome that was stored; `failure` is the attempt's exception."""
     if status == JobStatus.SUCCESSFUL:
         logger.debug("Job succeeded id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
     send(job_finished, job=job, status=status)
+    registered = registry.lookup(job.name)
+    if registered is not None:
+        registered.finished(job, status, failure)

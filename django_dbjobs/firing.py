@@ -61,6 +61,7 @@ def build_job(schedule: Schedule, due: datetime.datetime, using: str) -> tuple[J
         schedule.max_attempts,
         f"dbjobs-schedule:{schedule.name}" if schedule.no_overlap else None,
         using,
+        capture=False,
     )
     fields["scheduled_for"] = due
     return rows.build(fields, using), fields

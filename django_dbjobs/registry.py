@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.utils.module_loading import autodiscover_modules
 
 from .exceptions import InvalidJob, InvalidJobArguments, UnknownJob
@@ -61,6 +62,23 @@ class JobFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
+
+    def run(self, job) -> Any:
+        """Run the function for a claimed job, in the worker's job thread; return its value.
+
+        An ``async def`` job runs to completion on an event loop of its own; code in it
+        that calls ``sync_to_async`` comes back to this thread and its connection.
+        """
+        if self.is_async:
+            return async_to_sync(self.func)(*job.args, **job.kwargs)
+        return self.func(*job.args, **job.kwargs)
+
+    def finished(self, job, status: str, failure: BaseException | None) -> None:
+        """Called in the worker after an attempt's outcome is stored (a hook for Tasks)."""
+
+    @functools.cached_property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
 
     def __repr__(self) -> str:
         return f"<JobFunction {self.name}>"
@@ -133,20 +151,28 @@ def job(
                 f"@job needs a module-level function; {qualname!r} is nested, so a worker "
                 "could not find it. Move it to module level or pass name=."
             )
-        job_name = name or f"{f.__module__}.{qualname}"
-        wrapped = JobFunction(f, job_name, options)
-        with _lock:
-            existing = _registry.get(job_name)
-            if existing is not None and existing.func is not f:
-                # Re-importing a module (autoreload, tests) registers a new function
-                # object under the same name; the latest definition wins.
-                logger.debug("Job re-registered name=%s", job_name)
-            _registry[job_name] = wrapped
-        return wrapped
+        return add(JobFunction(f, name or f"{f.__module__}.{qualname}", options))
 
     if func is not None:
         return register(func)
     return register
+
+
+def add(registered: JobFunction) -> JobFunction:
+    """Put a job in the registry under its name, replacing an earlier definition; return it."""
+    with _lock:
+        existing = _registry.get(registered.name)
+        if existing is not None and existing.func is not registered.func:
+            # Re-importing a module (autoreload, tests) registers a new function
+            # object under the same name; the latest definition wins.
+            logger.debug("Job re-registered name=%s", registered.name)
+        _registry[registered.name] = registered
+    return registered
+
+
+def lookup(name: str) -> JobFunction | None:
+    """The registered job called `name`, or None; never imports anything."""
+    return _registry.get(name)
 
 
 def autodiscover() -> None:

@@ -15,7 +15,8 @@ REQUIRE_ALL=${DBJOBS_REQUIRE_ALL_DATABASES:-0}
 DATABASES=" ${DBJOBS_TEST_DATABASES:-sqlite postgres mysql} "
 
 source scripts/venv.sh
-ensure_venv "test,postgres" || exit 1
+# DBJOBS_TEST_EXTRAS adds extras, e.g. "test,postgres,tasks" for the django-tasks backport on Django 5.2.
+ensure_venv "${DBJOBS_TEST_EXTRAS:-test,postgres}" || exit 1
 if have_mysql_headers; then
   install_extra mysql || exit 1
 fi

@@ -193,3 +193,31 @@ def record_when_released(path, value):
     while not os.path.exists(path) and time.monotonic() < deadline:
         time.sleep(0.02)
     return record(value)
+
+
+@job
+def environment():
+    """The language, timezone and captured data the job runs with."""
+    from django.utils import timezone, translation
+
+    from tests import context_hooks
+
+    return {
+        "language": translation.get_language(),
+        "timezone": timezone.get_current_timezone_name(),
+        "data": (current_job().context or {}).get("data"),
+        "request_id": context_hooks.request_id.get(),
+    }
+
+
+@job
+async def async_sleep(seconds, value):
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    return value
+
+
+@job(max_attempts=1)
+async def async_fails():
+    raise LookupError("async failure")

@@ -103,3 +103,22 @@ if os.environ.get("DBJOBS_TEST_SCHEDULES"):
     DBJOBS_SCHEDULES = json.loads(os.environ["DBJOBS_TEST_SCHEDULES"])
 if os.environ.get("DBJOBS_TEST_SCHEDULE_CHECK_INTERVAL"):
     DBJOBS_SCHEDULE_CHECK_INTERVAL = float(os.environ["DBJOBS_TEST_SCHEDULE_CHECK_INTERVAL"])
+
+# Django's Tasks framework (django.tasks on Django 6, the django-tasks backport on 5.2).
+TASKS = {
+    "default": {
+        "BACKEND": "django_dbjobs.backend.DatabaseBackend",
+        "QUEUES": ["default", "emails"],
+        "OPTIONS": {"max_attempts": 3},
+    },
+    # Another backend's task must never be run by our workers (promise 11).
+    "immediate": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"},
+}
+try:
+    import django.tasks  # noqa: F401
+except ImportError:
+    TASKS["immediate"]["BACKEND"] = "django_tasks.backends.immediate.ImmediateBackend"
+LANGUAGES = [("en", "English"), ("fr", "French"), ("de", "German")]
+if os.environ.get("DBJOBS_TEST_CONTEXT_HOOKS"):
+    DBJOBS_CONTEXT_CAPTURE = "tests.context_hooks.capture"
+    DBJOBS_CONTEXT_RESTORE = "tests.context_hooks.restore"

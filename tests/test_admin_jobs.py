@@ -286,3 +286,17 @@ def test_actions_other_apps_add_to_every_admin_are_not_offered():
     finally:
         django_admin.site.disable_action("shout_everywhere")
     assert 'value="shout_everywhere"' not in page and 'value="cancel"' in page
+
+
+def test_detail_page_shows_the_enqueuers_context_masked():
+    context = {
+        "language": "fr",
+        "timezone": "Europe/Paris",
+        "data": {"request_id": "req-42", "api_token": "tok-SECRET-9"},
+    }
+    job = Job.objects.create(name="tests.jobs.echo", context=context)
+    page = text(staff(superuser=True).get(f"{LIST}{job.pk}/change/")).replace("&quot;", '"')
+    assert "enqueuer" in page.lower() and '"language": "fr"' in page and '"request_id": "req-42"' in page
+    assert "tok-SECRET-9" not in page and '"api_token": "' in page  # masked
+    plain = Job.objects.create(name="tests.jobs.echo")
+    assert "req-42" not in text(staff(superuser=True).get(f"{LIST}{plain.pk}/change/"))

@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..models import Job, JobStatus
 from . import display
-from .masking import MASK, masked_arguments, masked_job, masked_return_value
+from .masking import MASK, mask_value, masked_arguments, masked_job, masked_return_value
 
 
 class JobDetailMixin:
@@ -28,6 +28,13 @@ class JobDetailMixin:
             display.pretty_json(args),
             display.pretty_json(kwargs),
         )
+
+    @admin.display(description=_("enqueuer's context"))
+    def context_display(self, job: Job) -> str:
+        """Language, timezone and DBJOBS_CONTEXT_CAPTURE data of the code that enqueued the job."""
+        if not job.context:
+            return "-"
+        return display.pretty_json(MASK if masked_job(job.name) else mask_value(job.context))
 
     @admin.display(description=_("return value"))
     def return_value_display(self, job: Job) -> str:

@@ -36,7 +36,7 @@ DETAIL_FIELDSETS = [
             ]
         },
     ),
-    (_("Arguments and result"), {"fields": ["arguments", "return_value_display"]}),
+    (_("Arguments and result"), {"fields": ["arguments", "return_value_display", "context_display"]}),
     (_("Timeline"), {"fields": ["timeline"]}),
     (_("Attempts"), {"fields": ["attempts_table"]}),
 ]

@@ -80,6 +80,18 @@ class Job(models.Model):
         help_text=_("The due time of the schedule that enqueued this job; empty for other jobs."),
     )
 
+    context = models.JSONField(
+        _("enqueuer's context"),
+        null=True,
+        blank=True,
+        default=None,
+        editable=False,
+        help_text=_(
+            "Language, timezone and DBJOBS_CONTEXT_CAPTURE's data of the code that enqueued the job; "
+            "restored while it runs."
+        ),
+    )
+
     objects = JobQuerySet.as_manager()
 
     class Meta:

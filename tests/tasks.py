@@ -1,0 +1,109 @@
+"""Django Tasks framework tasks used by the tests (the `tasks` module of the tests app).
+
+Bound to TASKS["default"], our DatabaseBackend. Defines nothing when neither
+django.tasks (Django 6) nor the django-tasks backport is installed.
+"""
+
+import asyncio
+import os
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone, translation
+
+from django_dbjobs import current_job
+from tests import context_hooks
+
+try:
+    from django.tasks import task
+except ImportError:
+    try:
+        from django_tasks import task
+    except ImportError:
+        task = None
+
+if task is not None:
+
+    @task
+    def add(a, b):
+        return a + b
+
+    @task(priority=10, queue_name="emails")
+    def send_welcome(user_id):
+        return {"sent_to": user_id}
+
+    @task
+    def always_fails(message="boom"):
+        raise ValueError(message)
+
+    @task
+    def fails_until_attempt(n):
+        attempt = current_job().attempts
+        if attempt < n:
+            raise ConnectionError(f"attempt {attempt} failed")
+        return attempt
+
+    @task(takes_context=True)
+    def with_context(context, value):
+        return {"attempt": context.attempt, "id": context.task_result.id, "value": value}
+
+    @task(takes_context=True)
+    def context_fails_once(context):
+        if context.attempt < 2:
+            raise RuntimeError("first attempt fails")
+        return context.attempt
+
+    @task
+    def record(value):
+        """Append `value` to the file named by DBJOBS_TEST_RECORD."""
+        with open(os.environ["DBJOBS_TEST_RECORD"], "a") as file:
+            file.write(f"{value}\n")
+
+    @task
+    async def async_sleep(seconds, value):
+        await asyncio.sleep(seconds)
+        return value
+
+    @task
+    async def async_counts_jobs():
+        from django_dbjobs.models import Job
+
+        return await sync_to_async(Job.objects.count)()
+
+    @task
+    async def async_uses_orm_directly():
+        from django_dbjobs.models import Job
+
+        return Job.objects.count()  # SynchronousOnlyOperation: Django's async-safety rule
+
+    @task
+    def environment():
+        """The language, timezone and captured data the task runs with."""
+        job = current_job()
+        return {
+            "language": translation.get_language(),
+            "timezone": timezone.get_current_timezone_name(),
+            "data": (job.context or {}).get("data"),
+            "request_id": context_hooks.request_id.get(),
+        }
+
+    @task(backend="immediate")
+    def foreign(value):
+        return value
+
+    try:  # Django 6.1+ and the backport pass @task's extra arguments to the task_class
+
+        @task(max_attempts=2, backoff=0)
+        def fails_twice_then_gives_up():
+            raise ValueError("always")
+
+        @task(unique_key=lambda account_id: f"account-{account_id}")
+        def sync_account(account_id):
+            return account_id
+
+        @task(unique_key="the-one-report")
+        def nightly_report():
+            return "done"
+
+        EXTRA_ARGUMENTS = True
+    except TypeError:
+        EXTRA_ARGUMENTS = False

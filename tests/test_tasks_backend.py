@@ -295,6 +295,25 @@ def test_backend_check_reports_configuration_problems():
     assert DatabaseBackend("default", {"OPTIONS": {"max_attempts": 2, "backoff": 1.5}}).check() == []
 
 
+def test_backend_check_reports_queues_outside_dbjobs_queues(settings):
+    settings.DBJOBS_QUEUES = ["default"]
+    (error,) = DatabaseBackend("default", {"QUEUES": ["default", "emails"]}).check()
+    assert error.id == "dbjobs.E023" and "'emails' is not one of DBJOBS_QUEUES" in error.msg
+
+
+def test_backend_check_reports_the_app_not_installed():
+    from django.apps import apps
+    from django.test.utils import override_settings
+
+    from tests.settings import INSTALLED_APPS
+
+    backend = DatabaseBackend("default", {})
+    with override_settings(INSTALLED_APPS=[app for app in INSTALLED_APPS if app != "django_dbjobs"]):
+        assert not apps.is_installed("django_dbjobs")
+        assert [error.id for error in backend.check()] == ["dbjobs.E022"]
+    assert backend.check() == []
+
+
 def test_a_task_and_a_job_run_side_by_side_in_a_real_worker(run_jobs):
     task_result = tasks.add.enqueue(20, 22)
     job = jobs.add.enqueue(1, 2)

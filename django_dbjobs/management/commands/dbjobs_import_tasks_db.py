@@ -1,0 +1,53 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.management.commands.run_jobs import positive_int
+from django_dbjobs.tasks_db_import import DEFAULT_BATCH_SIZE, SOURCE_TABLE, import_tasks_db
+
+
+class Command(BaseCommand):
+    help = (
+        "Move the READY tasks of django-tasks-db's table into the job table. A dry run that only "
+        "reports, unless --commit."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--commit", action="store_true", help="Move the rows (default: only report).")
+        parser.add_argument(
+            "--batch-size",
+            type=positive_int,
+            default=DEFAULT_BATCH_SIZE,
+            help=f"Rows moved per transaction (default: {DEFAULT_BATCH_SIZE}).",
+        )
+        parser.add_argument(
+            "--database",
+            default=None,
+            help="Database alias holding both tables (default: the one the router picks for jobs).",
+        )
+        parser.add_argument(
+            "--table",
+            default=SOURCE_TABLE,
+            help=f"The django-tasks-db table to move from (default: {SOURCE_TABLE}).",
+        )
+        parser.add_argument(
+            "--queue",
+            action="append",
+            default=[],
+            dest="queues",
+            metavar="NAME",
+            help="Only move tasks of this queue; repeat for more (default: every queue).",
+        )
+
+    def handle(self, *args, **options):
+        try:
+            report = import_tasks_db(
+                table=options["table"],
+                queues=options["queues"],
+                batch_size=options["batch_size"],
+                using=options["database"],
+                commit=options["commit"],
+            )
+        except DbJobsError as exc:
+            raise CommandError(str(exc)) from exc
+        for line in report.lines():
+            self.stdout.write(line)

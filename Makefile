@@ -1,4 +1,4 @@
-.PHONY: demo test lint docs bench-smoke screenshots
+.PHONY: demo test lint docs bench-smoke screenshots package
 
 # Run the example project's demo jobs on SQLite (no server needed).
 demo:
@@ -30,3 +30,7 @@ bench-smoke:
 	.venv/bin/python bench/run.py --smoke --database sqlite:///$(CURDIR)/.bench-smoke.sqlite3
 	.venv/bin/python bench/run.py --smoke --database postgres://root@127.0.0.1:5432/dbjobs_bench
 	.venv/bin/python bench/run.py --smoke --database mysql://root@127.0.0.1:3306/dbjobs_bench
+
+# Build the sdist and wheel, check them, and run a job from the installed wheel (SQLite).
+package:
+	bash scripts/package.sh

@@ -1,5 +1,7 @@
 """System checks for the DBJOBS_ settings and the databases (ids dbjobs.E0xx / W0xx)."""
 
+import datetime
+
 from django.core import checks
 from django.db import connections
 from django.utils.module_loading import import_string
@@ -168,6 +170,18 @@ def check_settings(app_configs=None, **kwargs):
         )
     errors.extend(schedule_errors())
     errors.extend(hook_errors())
+    for name in ("KEEP_SUCCEEDED", "KEEP_FAILED"):
+        value = getattr(settings, name)
+        seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else value
+        if seconds is not None and not (_number(seconds) and seconds >= 0):
+            errors.append(
+                checks.Error(
+                    f"DBJOBS_{name} must be None, a number of seconds (0 or more) or a timedelta, "
+                    f"not {value!r}.",
+                    hint="For example: DBJOBS_KEEP_SUCCEEDED = timedelta(days=7); None keeps jobs forever.",
+                    id="dbjobs.E025",
+                )
+            )
     interval, timeout = settings.HEARTBEAT_INTERVAL, settings.HEARTBEAT_TIMEOUT
     if _number(interval) and _number(timeout) and 0 < interval and timeout < 3 * interval:
         errors.append(

@@ -61,6 +61,10 @@ DEFAULTS = {
     ],
     # Jobs whose arguments and return value the admin never shows.
     "ADMIN_MASKED_JOBS": [],
+    # Finished jobs are deleted by workers once older than this (seconds or a timedelta;
+    # None keeps them forever): successes after a week, dead letters after 30 days.
+    "KEEP_SUCCEEDED": 7 * 86400,
+    "KEEP_FAILED": 30 * 86400,
     # Dotted path of a function called at enqueue, returning a small JSON dict (a request
     # id, a tenant) stored with the job; None: language and timezone only.
     "CONTEXT_CAPTURE": None,

@@ -24,6 +24,7 @@ from .lease import Lease
 from .models import Job, WorkerProcess
 from .outage import Outage
 from .prefetch import Prefetch
+from .retention import Pruner
 from .scheduler import Scheduler
 from .stop_signals import StopSignals
 from .sweep import Sweeper, stale_before
@@ -78,6 +79,7 @@ class Worker:
         self.lease = Lease(self)
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
+        self._pruner = Pruner(using)
         self._scheduler = Scheduler(self.id, using) if scheduler else None
         self._outage = Outage(using, on_error=self._database_error, forced=self._forced, wake=self._wake)
         self._acks = SuccessBatch(
@@ -199,6 +201,7 @@ class Worker:
             self._sweeper.sweep_if_due()
             if self._scheduler is not None:
                 self._scheduler.fire_if_due()
+            self._pruner.prune_if_due()
             self._acks.flush()
             claimed = self.claimer.claim_free_slots()
             if claimed is None:

@@ -221,3 +221,27 @@ async def async_sleep(seconds, value):
 @job(max_attempts=1)
 async def async_fails():
     raise LookupError("async failure")
+
+
+@job
+def chain(n):
+    """Enqueue chain(n - 1) until n is 0."""
+    from django_dbjobs import enqueue
+
+    if n > 0:
+        enqueue(chain, n - 1)
+    return n
+
+
+@job
+def forever():
+    """Enqueue itself again: a runaway job."""
+    from django_dbjobs import enqueue
+
+    enqueue(forever)
+
+
+@job
+def slow(seconds):
+    time.sleep(seconds)
+    return seconds

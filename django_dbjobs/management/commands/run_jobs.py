@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from django_dbjobs import validation
 from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.progress import BurstProgress
 from django_dbjobs.worker import Worker
 
 
@@ -82,7 +83,11 @@ class Command(BaseCommand):
                 using=options["database"],
                 scheduler=not options["no_scheduler"],
             )
-            worker.run()
+            if options["burst"] and self.stdout.isatty():
+                with BurstProgress(self.stdout, queues, options["database"]):
+                    worker.run()
+            else:
+                worker.run()
         except (DbJobsError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
 

@@ -1,0 +1,74 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from django_dbjobs import validation
+from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.status import judge, read_status, table
+
+
+def seconds(value: str) -> float:
+    number = float(value)
+    if number < 0:
+        raise ValueError(value)
+    return number
+
+
+def count(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(value)
+    return number
+
+
+class Command(BaseCommand):
+    help = (
+        "Show each queue's ready, running and failed jobs, its lag and the live workers; exit 1 when a "
+        "--fail-if-* threshold is crossed (a health probe)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--json", action="store_true", help="Print the status as JSON.")
+        parser.add_argument(
+            "--queues", default="", help="Comma-separated queues to report and judge (default: every queue)."
+        )
+        parser.add_argument(
+            "--fail-if-lag",
+            type=seconds,
+            metavar="SECONDS",
+            help="Exit 1 if a queue's oldest due job has waited longer than this (paused queues excepted).",
+        )
+        parser.add_argument(
+            "--fail-if-failed",
+            type=count,
+            metavar="N",
+            help="Exit 1 if there are N or more failed jobs (dead letters) in the queues reported.",
+        )
+        parser.add_argument(
+            "--fail-if-no-workers",
+            action="store_true",
+            help="Exit 1 if no worker has sent a heartbeat within DBJOBS_HEARTBEAT_TIMEOUT.",
+        )
+        parser.add_argument("--database", default="default", help="Database alias (default: default).")
+
+    def handle(self, *args, **options):
+        queues = [q.strip() for q in options["queues"].split(",") if q.strip()]
+        try:
+            for name in queues:
+                validation.queue_name(name)
+        except DbJobsError as exc:
+            raise CommandError(str(exc)) from exc
+        status = read_status(queues or None, using=options["database"])
+        problems = judge(
+            status,
+            lag=options["fail_if_lag"],
+            failed=options["fail_if_failed"],
+            need_workers=options["fail_if_no_workers"],
+        )
+        if options["json"]:
+            self.stdout.write(json.dumps(status.as_json(), indent=2))
+        else:
+            for line in table(status):
+                self.stdout.write(line)
+        if problems:
+            raise CommandError("; ".join(problems), returncode=1)

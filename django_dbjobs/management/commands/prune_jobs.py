@@ -1,0 +1,127 @@
+import re
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from django_dbjobs import retention, validation
+from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.models import JobStatus
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def duration(value: str) -> float:
+    """Seconds from '3600', '90s', '30m', '12h', '7d' or '2w'."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value)
+    if not match:
+        raise ValueError(value)
+    return float(match[1]) * UNITS[match[2] or "s"]
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete finished jobs older than DBJOBS_KEEP_SUCCEEDED / DBJOBS_KEEP_FAILED (or --older-than), "
+        "in batches; never a ready or running job."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--older-than",
+            type=duration,
+            metavar="AGE",
+            help="Delete finished jobs older than this (seconds, or 90s, 30m, 12h, 7d, 2w) instead of "
+            "the DBJOBS_KEEP_* settings.",
+        )
+        parser.add_argument(
+            "--status",
+            choices=["successful", "failed", "all"],
+            default="all",
+            help="Which finished jobs to delete (default: all).",
+        )
+        parser.add_argument(
+            "--queue",
+            action="append",
+            default=[],
+            dest="queues",
+            metavar="NAME",
+            help="Only this queue's jobs; repeat for more (default: every queue).",
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Count what would be deleted; delete nothing."
+        )
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=retention.BATCH_SIZE,
+            help=f"Rows per DELETE, each in its own transaction (default: {retention.BATCH_SIZE}).",
+        )
+        parser.add_argument("--database", default="default", help="Database alias (default: default).")
+
+    def handle(self, *args, **options):
+        try:
+            for name in options["queues"]:
+                validation.queue_name(name)
+        except DbJobsError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["batch_size"] < 1:
+            raise CommandError("--batch-size must be at least 1.")
+        statuses = [JobStatus.SUCCESSFUL, JobStatus.FAILED]
+        if options["status"] != "all":
+            statuses = [JobStatus(options["status"].upper())]
+        using, queues = options["database"], options["queues"] or None
+        for status in statuses:
+            older_than = options["older_than"]
+            if older_than is None:
+                older_than = retention.kept_for(status)
+            label = status.label.lower()
+            if older_than is None:
+                self.stdout.write(
+                    f"{label}: kept forever (DBJOBS_{retention.KEPT_BY[status]} is None); skipped."
+                )
+                continue
+            count = retention.old_jobs(status, older_than, queues, using).count()
+            age = f"older than {_age(older_than)}"
+            if options["dry_run"] or not count:
+                verb = "would delete" if options["dry_run"] else "deleted"
+                self.stdout.write(f"{label}: {verb} {count} jobs {age}.")
+                continue
+            started = time.monotonic()
+            bar = _Progress(self.stdout, label, count) if self.stdout.isatty() else None
+            deleted = retention.prune(
+                status,
+                older_than,
+                queues,
+                using,
+                options["batch_size"],
+                bar.update if bar else lambda n: None,
+            )
+            if bar:
+                bar.close()
+            self.stdout.write(f"{label}: deleted {deleted} jobs {age} in {time.monotonic() - started:.1f}s.")
+
+
+class _Progress:
+    """One line redrawn in place on a terminal: done/total, a bar, the rate."""
+
+    def __init__(self, out, label: str, total: int):
+        self.out, self.label, self.total = out, label, max(total, 1)
+        self.started = time.monotonic()
+
+    def update(self, done: int) -> None:
+        share = min(done / self.total, 1.0)
+        rate = done / max(time.monotonic() - self.started, 1e-6)
+        bar = "#" * int(share * 30)
+        self.out.write(
+            f"\r{self.label}: {done}/{self.total} [{bar:<30}] {share:4.0%} {rate:,.0f}/s", ending=""
+        )
+        self.out.flush()
+
+    def close(self) -> None:
+        self.out.write("")
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"

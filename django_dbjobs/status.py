@@ -1,0 +1,146 @@
+"""The health of the queues, for `manage.py dbjobs_status`: counts, lag, workers, and verdicts.
+
+A handful of grouped queries on partial indexes (queue_stats.queue_rows() and one on the
+worker table), never a scan of the finished jobs, so it is cheap enough for a probe
+that runs every few seconds against a table of millions of rows.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import db
+from .models import WorkerProcess
+from .queue_stats import QueueRow, queue_rows
+
+
+@dataclass
+class Status:
+    """The queues and live workers at one moment of the database clock."""
+
+    checked_at: datetime.datetime
+    queues: list[QueueRow]
+    workers: list[WorkerProcess]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return sum(row.failed for row in self.queues)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "checked_at": self.checked_at.isoformat(),
+            "healthy": not self.problems,
+            "problems": self.problems,
+            "queues": [
+                {
+                    "name": row.name,
+                    "ready_due": row.due,
+                    "ready_later": row.later,
+                    "running": row.running,
+                    "failed": row.failed,
+                    "oldest_due_age_seconds": None if row.lag is None else round(row.lag, 3),
+                    "paused": row.paused,
+                    "paused_at": row.paused_at.isoformat() if row.paused_at else None,
+                    "paused_by": row.paused_by or None,
+                }
+                for row in self.queues
+            ],
+            "workers": {
+                "live": len(self.workers),
+                "threads": sum(worker.concurrency for worker in self.workers),
+                "processes": [
+                    {
+                        "id": worker.id,
+                        "hostname": worker.hostname,
+                        "pid": worker.pid,
+                        "queues": worker.queues,
+                        "threads": worker.concurrency,
+                        "heartbeat_at": worker.heartbeat_at.isoformat(),
+                    }
+                    for worker in self.workers
+                ],
+            },
+        }
+
+
+def read_status(queues: list[str] | None = None, using: str = "default") -> Status:
+    """The queues (all, or those named) and the live workers, by the database clock."""
+    rows = queue_rows(using)
+    if queues:
+        known = {row.name: row for row in rows}
+        rows = [known.get(name) or QueueRow(name) for name in queues]
+    workers = list(WorkerProcess.objects.using(using).live().order_by("hostname", "pid"))
+    return Status(db.database_clock(using), rows, workers)
+
+
+def judge(
+    status: Status,
+    lag: float | None = None,
+    failed: int | None = None,
+    need_workers: bool = False,
+) -> list[str]:
+    """The problems found against the thresholds given (also stored in status.problems).
+
+    A paused queue's lag is the operator's choice, not a problem: it is not judged.
+    """
+    problems = []
+    if lag is not None:
+        for row in status.queues:
+            if row.lag is not None and row.lag > lag and not row.paused:
+                problems.append(
+                    f"queue {row.name!r}: the oldest due job has waited {row.lag:.1f}s (limit {lag:g}s)"
+                )
+    if failed is not None and status.failed >= failed:
+        problems.append(f"{status.failed} failed jobs (dead letters; limit: fewer than {failed})")
+    if need_workers and not status.workers:
+        problems.append("no live worker (no heartbeat within DBJOBS_HEARTBEAT_TIMEOUT)")
+    status.problems = problems
+    return problems
+
+
+def table(status: Status) -> list[str]:
+    """The status as lines of text: one row per queue, then the workers and any problems."""
+    header = ["QUEUE", "DUE", "LATER", "RUNNING", "FAILED", "OLDEST DUE", "PAUSED"]
+    lines = [header]
+    for row in status.queues:
+        paused = "-"
+        if row.paused:
+            paused = f"since {row.paused_at:%Y-%m-%d %H:%M} UTC" + (
+                f" by {row.paused_by}" if row.paused_by else ""
+            )
+        lines.append(
+            [
+                row.name,
+                str(row.due),
+                str(row.later),
+                str(row.running),
+                str(row.failed),
+                "-" if row.lag is None else _age(row.lag),
+                paused,
+            ]
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    ]
+    if not status.queues:
+        text.append("(no jobs waiting, running or failed)")
+    threads = sum(worker.concurrency for worker in status.workers)
+    text.append(f"Live workers: {len(status.workers)} ({threads} job threads)")
+    for worker in status.workers:
+        queues = ",".join(worker.queues) if worker.queues else "all queues"
+        text.append(f"  {worker.hostname} pid {worker.pid}: {queues}, {worker.concurrency} threads")
+    text.extend(f"PROBLEM: {problem}" for problem in status.problems)
+    return text
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"

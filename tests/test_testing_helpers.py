@@ -1,0 +1,82 @@
+"""django_dbjobs.testing inside users' TestCase and TransactionTestCase, and the pytest fixture."""
+
+import datetime
+
+import pytest
+from django.db import connection, transaction
+from django.test import TestCase, TransactionTestCase
+
+from django_dbjobs import enqueue, enqueue_many
+from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.testing import TEST_WORKER, capture_jobs, run_jobs
+from tests import jobs
+
+
+class RunJobsChecks:
+    """The same checks, run in a TestCase (never commits) and a TransactionTestCase."""
+
+    def test_runs_due_jobs_in_this_thread_and_keeps_the_connection(self):
+        first = enqueue(jobs.add, 1, 2)
+        second = enqueue(jobs.echo, "x", kwargs={"y": 1})
+        ran = run_jobs()
+        assert [job.pk for job in ran] == [first.pk, second.pk]
+        assert [job.status for job in ran] == [JobStatus.SUCCESSFUL] * 2
+        assert Job.objects.get(pk=first.pk).return_value == 3
+        assert Job.objects.get(pk=first.pk).worker_ids == [TEST_WORKER]
+        assert connection.connection is not None and connection.is_usable()
+        assert run_jobs() == []
+
+    def test_jobs_enqueued_by_jobs_run_too(self):
+        enqueue(jobs.chain, 3)
+        assert [job.return_value for job in run_jobs()] == [3, 2, 1, 0]
+
+    def test_future_jobs_and_retries_wait_unless_included(self):
+        later = enqueue(jobs.add, 1, 1, delay=datetime.timedelta(hours=1))
+        failing = enqueue(jobs.always_fails, max_attempts=3)
+        ran = run_jobs()
+        assert [job.pk for job in ran] == [failing.pk]  # one attempt; its retry waits
+        assert Job.objects.get(pk=failing.pk).status == JobStatus.READY
+        ran = run_jobs(include_scheduled=True)
+        assert Job.objects.get(pk=later.pk).status == JobStatus.SUCCESSFUL
+        failed = Job.objects.get(pk=failing.pk)
+        assert (failed.status, failed.attempts, len(failed.errors)) == (JobStatus.FAILED, 3, 3)
+
+    def test_queues_limit_what_runs(self):
+        email = enqueue(jobs.send_email, "a@example.com")
+        other = enqueue(jobs.add, 1, 2)
+        assert [job.pk for job in run_jobs(["emails"])] == [email.pk]
+        assert Job.objects.get(pk=other.pk).status == JobStatus.READY
+
+    def test_a_runaway_job_is_stopped(self):
+        enqueue(jobs.forever)
+        with pytest.raises(RuntimeError, match="ran 5 jobs and more are due"):
+            run_jobs(max_jobs=5)
+
+    def test_capture_jobs_sees_every_way_of_enqueueing(self):
+        with capture_jobs() as captured:
+            one = enqueue(jobs.add, 1, 2)
+            many = enqueue_many(jobs.add, [(3, 4), (5, 6)])
+        enqueue(jobs.add, 7, 8)  # after the block: not captured
+        assert [job.pk for job in captured] == [one.pk, *(job.pk for job in many)]
+        assert captured.names == ["tests.jobs.add"] * 3
+        assert captured.named("tests.jobs.echo") == []
+
+
+class TestInTestCase(RunJobsChecks, TestCase):
+    def test_the_test_transaction_is_still_open_and_usable(self):
+        enqueue(jobs.add, 1, 2)
+        run_jobs()
+        assert transaction.get_connection().in_atomic_block
+        assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 1
+
+
+class TestInTransactionTestCase(RunJobsChecks, TransactionTestCase):
+    pass
+
+
+@pytest.mark.django_db
+def test_the_pytest_fixture_captures_and_runs(dbjobs):
+    job = jobs.add.enqueue(2, 2)
+    assert dbjobs.enqueued == [job]
+    (ran,) = dbjobs.run()
+    assert (ran.status, ran.return_value) == (JobStatus.SUCCESSFUL, 4)

@@ -93,7 +93,8 @@ class SuccessBatch:
             )
             for job, value in batch:
                 try:
-                    execution.store_success(job, self.worker_id, value, self.outage)
+                    with enqueuer_context.restoring_safely(job.context):
+                        execution.store_success(job, self.worker_id, value, self.outage)
                 except Exception:  # noqa: BLE001 - every record refused: give the job back
                     logger.exception(
                         "Could not store the outcome of job id=%s; it will be given back", job.pk
@@ -111,11 +112,18 @@ class SuccessBatch:
                     job.pk,
                     job.name,
                 )
-            elif job.context or settings.CONTEXT_RESTORE:
-                with enqueuer_context.restoring_safely(job.context):
-                    execution.finished(job, JobStatus.SUCCESSFUL)
-            else:
+            elif not (job.context or settings.CONTEXT_RESTORE):  # the common case, and the cheapest
                 execution.finished(job, JobStatus.SUCCESSFUL)
+            else:
+                with enqueuer_context.restoring_safely(job.context) as refused:
+                    if refused is not None:
+                        logger.error(
+                            "DBJOBS_CONTEXT_RESTORE raised; signalling the success of job id=%s without "
+                            "its context: %r",
+                            job.pk,
+                            refused,
+                        )
+                    execution.finished(job, JobStatus.SUCCESSFUL)
 
 
 #: Most bytes of return values stored in one UPDATE: well under MySQL's smallest usual

@@ -9,10 +9,9 @@ render in the user's language and logs carry the request id that caused the job.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -42,9 +41,11 @@ def capture() -> dict[str, Any] | None:
         if language and language != django_settings.LANGUAGE_CODE:
             context["language"] = language
     if django_settings.USE_TZ:
-        zone = timezone.get_current_timezone_name()
-        if zone != timezone.get_default_timezone_name():
-            context["timezone"] = zone
+        zone = timezone.get_current_timezone()
+        if zone is not timezone.get_default_timezone():  # zoneinfo caches: one object per name
+            name = getattr(zone, "key", None) or timezone.get_current_timezone_name()
+            if name != timezone.get_default_timezone_name():
+                context["timezone"] = name
     if settings.CONTEXT_CAPTURE:
         data = _hook(settings.CONTEXT_CAPTURE)()
         if data is not None:
@@ -69,48 +70,73 @@ def _checked(data: Any) -> dict:
     return json.loads(text)  # what the job will see: tuples become lists, keys strings
 
 
-@contextlib.contextmanager
-def restoring(context: dict[str, Any] | None) -> Iterator[None]:
-    """Put an enqueuer's context back for the duration of the block.
+class restoring_safely:  # noqa: N801 - used like a function: ``with restoring_safely(ctx) as error``
+    """Put an enqueuer's context back for the duration of the block; ``as`` gives the error
+    that kept it from being restored (None if it was).
 
-    Raises what DBJOBS_CONTEXT_RESTORE raises on entry (the job's attempt then fails
-    rather than running without, say, its tenant); an error on leaving is logged.
+    Only what was stored is put back: the worker runs each job in a fresh copy of its
+    thread's context (execution.run()), so what a previous job activated never leaks into
+    the next. What DBJOBS_CONTEXT_RESTORE raises on entry, SystemExit included, is handed
+    back to fail the attempt (rather than running without, say, its tenant); an error on
+    leaving is logged. A job with no stored context costs one settings read.
     """
-    if not context and not settings.CONTEXT_RESTORE:
-        yield
-        return
-    context = context or {}
-    with contextlib.ExitStack() as stack:
-        if "language" in context and django_settings.USE_I18N:
-            stack.enter_context(translation.override(context["language"]))
-        if "timezone" in context and django_settings.USE_TZ:
-            stack.enter_context(timezone.override(context["timezone"]))
+
+    __slots__ = ("context", "_undo")
+
+    def __init__(self, context: dict[str, Any] | None):
+        self.context = context or {}
+        self._undo: list = []
+
+    def __enter__(self) -> BaseException | None:
+        try:
+            self._restore()
+        except BaseException as exc:  # noqa: BLE001 - user code (SystemExit too): the attempt's failure
+            self._unwind()
+            return exc
+        return None
+
+    def __exit__(self, *exc_info) -> None:
+        self._unwind()
+
+    def _restore(self) -> None:
+        context = self.context
+        if not context and not settings.CONTEXT_RESTORE:
+            return  # the common case: nothing stored, nothing to put back
+        language = context.get("language")
+        if language and django_settings.USE_I18N:
+            self._enter(translation.override(language))
+        zone = context.get("timezone")
+        if zone and django_settings.USE_TZ:
+            self._enter(timezone.override(zone))
         if settings.CONTEXT_RESTORE:
             restore = _hook(settings.CONTEXT_RESTORE)(context.get("data") or {})
-            stack.enter_context(_logged_exit(restore))
-        yield
+            if not (hasattr(restore, "__enter__") and hasattr(restore, "__exit__")):
+                raise TypeError(
+                    f"DBJOBS_CONTEXT_RESTORE must return a context manager, not {type(restore).__name__}."
+                )
+            restore.__enter__()
+            self._undo.append(_LoggedExit(restore))
+
+    def _enter(self, manager) -> None:
+        manager.__enter__()
+        self._undo.append(manager)
+
+    def _unwind(self) -> None:
+        while self._undo:
+            self._undo.pop().__exit__(None, None, None)
 
 
-@contextlib.contextmanager
-def restoring_safely(context: dict[str, Any] | None) -> Iterator[BaseException | None]:
-    """restoring(), yielding the error that kept the context from being restored, or None."""
-    with contextlib.ExitStack() as stack:
+class _LoggedExit:
+    """Leave a user's context manager; what it raises is logged, never raised."""
+
+    __slots__ = ("manager",)
+
+    def __init__(self, manager):
+        self.manager = manager
+
+    def __exit__(self, *exc_info) -> None:
         try:
-            stack.enter_context(restoring(context))
-        except Exception as exc:  # noqa: BLE001 - user code: it becomes the attempt's failure
-            yield exc
-            return
-        yield None
-
-
-@contextlib.contextmanager
-def _logged_exit(manager) -> Iterator[None]:
-    manager.__enter__()
-    try:
-        yield
-    finally:
-        try:
-            manager.__exit__(None, None, None)
+            self.manager.__exit__(None, None, None)
         except Exception:  # noqa: BLE001 - user code: the job's outcome stands
             logger.exception("DBJOBS_CONTEXT_RESTORE raised on leaving; the job's outcome stands")
 

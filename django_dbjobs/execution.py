@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -47,8 +48,15 @@ def run(
         registered = registry.get(job.name)
     except UnknownJob as exc:
         return _unknown(job, worker, exc, outage)
-    if not (job.context or settings.CONTEXT_RESTORE):  # the common case, and the cheapest
-        return _run(job, worker, registered, on_success, outage, None)
+    # A copy of the thread's context: the language, timezone or context variables the job
+    # sets (translation.activate(), ...) end with it, never leaking into the next job.
+    context = contextvars.copy_context()
+    if not (job.context or settings.CONTEXT_RESTORE):  # the common case: nothing to restore
+        return context.run(_run, job, worker, registered, on_success, outage, None)
+    return context.run(_run_restored, job, worker, registered, on_success, outage)
+
+
+def _run_restored(job, worker, registered, on_success, outage) -> str | None:
     with enqueuer_context.restoring_safely(job.context) as restored:
         return _run(job, worker, registered, on_success, outage, restored)
 

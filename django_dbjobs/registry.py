@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.utils.module_loading import autodiscover_modules
 
+from . import async_jobs
 from .exceptions import InvalidJob, InvalidJobArguments, UnknownJob
 
 logger = logging.getLogger("django_dbjobs")
@@ -70,7 +70,7 @@ class JobFunction:
         that calls ``sync_to_async`` comes back to this thread and its connection.
         """
         if self.is_async:
-            return async_to_sync(self.func)(*job.args, **job.kwargs)
+            return async_jobs.run(self.func, job.args, job.kwargs, key=job.pk)
         return self.func(*job.args, **job.kwargs)
 
     def finished(self, job, status: str, failure: BaseException | None) -> None:

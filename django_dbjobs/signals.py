@@ -37,11 +37,11 @@ def send(signal: Signal, sender=None, **kwargs) -> None:
         sender = Job
     for receiver, response in signal.send_robust(sender=sender, **kwargs):
         if isinstance(response, Exception):
-            subject = kwargs.get("job") or kwargs.get("schedule")
+            subject = kwargs.get("job") or kwargs.get("schedule") or kwargs.get("task_result")
             logger.error(
                 "Signal receiver %s raised for %s id=%s; the outcome is stored all the same",
                 getattr(receiver, "__qualname__", receiver),
                 type(subject).__name__.lower(),
-                getattr(subject, "pk", None),
+                getattr(subject, "pk", getattr(subject, "id", None)),
                 exc_info=response,
             )

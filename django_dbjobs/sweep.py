@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from django.db import DatabaseError, InterfaceError
 from django.db.models.functions import Now
 
+from . import enqueuer_context, registry
 from .conf import settings
+from .exceptions import WorkerLost
 from .models import Isolation, Job, JobStatus, WorkerProcess
 from .outage import close_broken_connections
 from .signals import job_failed, send
@@ -125,6 +127,7 @@ def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
         "errors",
         "isolation",
         "worker_ids",
+        "context",
     )
     for lost in sorted(holders - alive):
         for job in jobs.owned_by(lost).only(*fields):
@@ -150,7 +153,11 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
             job.attempts,
             lost,
         )
-        send(job_failed, job=job, error=job.errors[-1])
+        with enqueuer_context.restoring_safely(job.context):
+            send(job_failed, job=job, error=job.errors[-1])
+            registered = registry.lookup(job.name)
+            if registered is not None:  # a Task's task_finished
+                registered.finished(job, JobStatus.FAILED, WorkerLost(job.errors[-1]["summary"]))
     else:
         result.requeued += 1
         logger.warning(

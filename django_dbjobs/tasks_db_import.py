@@ -18,9 +18,10 @@ from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
 from . import db
-from .enqueuing import bulk_enqueue, prepare
+from .enqueuing import bulk_enqueue, job_fields
 from .exceptions import DbJobsError, InvalidJob, InvalidJobArguments
 from .models import Job
+from .rows import build
 from .validation import short
 
 #: django-tasks-db's table: named after its app label (django_tasks_database), not its package.
@@ -197,11 +198,12 @@ def _job(pk: str, row: tuple, connection) -> Job:
     if due is None or due >= NO_RUN_AFTER:
         # Due since it was enqueued, as enqueue() would have made it: keeps first-in, first-out.
         due = enqueued
-    job = prepare(
-        task_path, *args, kwargs=kwargs, queue=queue, priority=priority, run_at=due, using=connection.alias
+    # Validated as enqueue() would; no enqueuer's context: the importing process is not the enqueuer.
+    fields, using = job_fields(
+        task_path, args, kwargs, queue, priority, due, None, None, None, connection.alias, capture=False
     )
+    job = build(fields, using)
     job.id = pk
-    job.context = None  # enqueued by django-tasks-db's caller, whose context is not known
     if enqueued is not None:
         job.enqueued_at = enqueued
     return job

@@ -12,7 +12,7 @@ import time
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from . import db, registry, wakeup
+from . import async_jobs, db, registry, wakeup
 from .acks import SuccessBatch
 from .claiming import Claimer
 from .conf import settings
@@ -261,6 +261,9 @@ class Worker:
             self._wake.clear()
         self._acks.flush(force=True)
         self.claimer.release(self._held.all())
+        cancelled = async_jobs.cancel_all()  # released: they must not run on (async_jobs.py)
+        if cancelled:
+            logger.warning("Cancelled async jobs still running at the end of the grace count=%s", cancelled)
         # A job that finished while the release ran: its success is stored now, or
         # dropped by the fence if the release got there first (then it runs again).
         self._acks.flush(force=True)

@@ -31,3 +31,13 @@ def capture_not_json():
 
 def capture_a_list():
     return ["not", "a", "dict"]
+
+
+@contextlib.contextmanager
+def restore_exits(data):
+    raise SystemExit("the hook exits")
+    yield
+
+
+def restore_not_a_context_manager(data):
+    return None

@@ -245,3 +245,26 @@ def forever():
 def slow(seconds):
     time.sleep(seconds)
     return seconds
+
+
+@job
+async def async_announce_sleep(seconds, value):
+    """Record `started:<value>`, then sleep without blocking the event loop."""
+    import asyncio
+
+    record(f"started:{value}")
+    await asyncio.sleep(seconds)
+    record(value)
+    return value
+
+
+@job
+def activates_german():
+    """Leave German and Tokyo time active on the thread, and enqueue a child job."""
+    from django.utils import timezone, translation
+
+    translation.activate("de")
+    timezone.activate("Asia/Tokyo")
+    from django_dbjobs import enqueue
+
+    enqueue(environment)

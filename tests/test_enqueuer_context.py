@@ -142,3 +142,55 @@ def test_ten_async_jobs_sleeping_one_second_run_at_the_same_time_on_one_worker(r
     assert finishing < datetime.timedelta(seconds=1), finishing
     span = max(r.finished_at for r in rows) - min(r.started_at for r in rows)
     assert span < datetime.timedelta(seconds=5), span
+
+
+def test_a_running_async_job_does_not_keep_a_stopping_worker_alive(run_jobs, record_file):
+    """Released at the second signal, its coroutine is cancelled: the process exits at once."""
+    import signal
+    import time
+
+    from tests.conftest import wait_for
+
+    job = enqueue(jobs.async_announce_sleep, 30, "late")
+    worker = run_jobs()
+    assert wait_for(lambda: "started:late" in record_file.read_text()), worker.output()
+    worker.signal(signal.SIGTERM)
+    time.sleep(0.3)
+    started = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=20) == 0, worker.output()
+    assert time.monotonic() - started < 5, worker.output()
+    assert "Cancelled async jobs still running" in worker.output()
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.READY, 0)  # released uncharged, runs again
+    assert record_file.read_text().split() == ["started:late"]  # the coroutine never went on
+
+
+def test_a_job_that_activates_a_language_leaks_it_to_no_other_job():
+    enqueue(jobs.activates_german)
+    after = enqueue(jobs.environment)
+    Worker(burst=True, concurrency=1, prefetch=0).run()
+    after.refresh_from_db()
+    assert after.return_value["language"] == "en-us" and after.return_value["timezone"] == "UTC"
+    child = Job.objects.exclude(pk=after.pk).get(name="tests.jobs.environment")
+    # The child was enqueued by code running in German: that is its enqueuer's context.
+    assert child.context == {"language": "de", "timezone": "Asia/Tokyo"}
+    assert child.return_value["language"] == "de" and child.return_value["timezone"] == "Asia/Tokyo"
+
+
+@pytest.mark.parametrize(
+    ("hook", "error"),
+    [
+        ("tests.context_hooks.restore_exits", "SystemExit: the hook exits"),
+        ("tests.context_hooks.restore_not_a_context_manager", "must return a context manager"),
+    ],
+)
+def test_a_restore_hook_that_exits_or_returns_junk_charges_the_attempt(settings, hook, error):
+    settings.DBJOBS_CONTEXT_RESTORE = hook
+    job = enqueue(jobs.add, 1, 2, max_attempts=2)
+    for _ in range(2):  # each attempt, its retry made due at once
+        Job.objects.filter(pk=job.pk, status=JobStatus.READY).update(run_at=timezone.now())
+        Worker(burst=True).run()
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.FAILED, 2)
+    assert error in job.last_error and job.return_value is None

@@ -27,11 +27,7 @@ from django_dbjobs.backend import (  # noqa: E402
     task_finished,
     task_started,
 )
-
-try:
-    from django.tasks.exceptions import TaskResultMismatch
-except ImportError:
-    from django_tasks.exceptions import TaskResultMismatch
+from django_dbjobs.backend.compat import TaskResultMismatch, task_backends  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -168,6 +164,9 @@ def test_signals_are_sent_with_the_backend_and_task_result():
     def on_finished(sender, task_result, **kwargs):
         exc = sys.exc_info()[1]
         seen.append(("finished", sender, task_result.status, type(exc).__name__ if exc else None))
+        times.append((task_result.started_at, task_result.last_attempted_at, task_result.finished_at))
+
+    times = []
 
     task_enqueued.connect(on_enqueued)
     task_started.connect(on_started)
@@ -186,6 +185,9 @@ def test_signals_are_sent_with_the_backend_and_task_result():
         # One start per attempt; finished once, for the final outcome, inside the exception handler.
         assert [s[0] for s in seen] == ["enqueued", "started", "started", "started", "finished"]
         assert seen[-1] == ("finished", DatabaseBackend, "FAILED", "ValueError")
+        for started, attempted, finished in times:  # as Django's own backends fill them in
+            assert isinstance(started, datetime.datetime) and isinstance(finished, datetime.datetime)
+            assert started <= attempted <= finished + datetime.timedelta(seconds=1)
     finally:
         task_enqueued.disconnect(on_enqueued)
         task_started.disconnect(on_started)
@@ -239,6 +241,25 @@ def test_enqueue_rolls_back_with_the_callers_transaction():
 
 
 @pytest.mark.skipif(not getattr(tasks, "EXTRA_ARGUMENTS", False), reason="@task(...) extras: Django 6.1+")
+def test_a_held_unique_key_returns_the_holder_and_signals_nothing():
+    signalled = []
+
+    def on_enqueued(sender, task_result, **kwargs):
+        signalled.append(task_result.id)
+
+    task_enqueued.connect(on_enqueued)
+    try:
+        first = tasks.sync_account.enqueue(1)
+        again = tasks.sync_account.enqueue(1)
+    finally:
+        task_enqueued.disconnect(on_enqueued)
+    assert again.id == first.id and signalled == [first.id] and Job.objects.count() == 1
+    with pytest.raises(InvalidJobArguments, match="arguments do not fit"):
+        tasks.sync_account.enqueue()  # checked before the key function is called with them
+    assert Job.objects.count() == 1
+
+
+@pytest.mark.skipif(not getattr(tasks, "EXTRA_ARGUMENTS", False), reason="@task(...) extras: Django 6.1+")
 def test_task_extra_arguments_max_attempts_and_unique_key():
     gave_up = tasks.fails_twice_then_gives_up.enqueue()
     first = tasks.sync_account.enqueue(1)
@@ -277,6 +298,19 @@ def test_a_task_not_found_at_its_module_path_is_refused():
     assert not Job.objects.exists()
 
 
+def test_a_task_workers_would_not_import_is_enqueued_with_a_warning(caplog):
+    from tests.task_elsewhere import stray
+
+    with caplog.at_level("WARNING", logger="django_dbjobs"):
+        stray.enqueue(1)
+        stray.enqueue(2)
+    warnings = [r.getMessage() for r in caplog.records if "workers do not import" in r.getMessage()]
+    assert len(warnings) == 1 and "tests.task_elsewhere" in warnings[0]
+    with caplog.at_level("WARNING", logger="django_dbjobs"):
+        tasks.add.enqueue(1, 2)  # in the tests app's tasks module: no warning
+    assert len([r for r in caplog.records if "workers do not import" in r.getMessage()]) == 1
+
+
 def test_only_tasks_bound_to_this_backend_are_run():
     assert tasks.foreign.get_backend().__class__.__name__ == "ImmediateBackend"
     job = Job.objects.create(name="tests.tasks.foreign", args=[1])
@@ -299,6 +333,40 @@ def test_backend_check_reports_queues_outside_dbjobs_queues(settings):
     settings.DBJOBS_QUEUES = ["default"]
     (error,) = DatabaseBackend("default", {"QUEUES": ["default", "emails"]}).check()
     assert error.id == "dbjobs.E023" and "'emails' is not one of DBJOBS_QUEUES" in error.msg
+
+
+def test_one_database_backend_alias_serves_every_task(settings):
+    settings.TASKS = {
+        **settings.TASKS,
+        "second": {"BACKEND": "django_dbjobs.backend.DatabaseBackend", "QUEUES": []},
+    }
+    with pytest.raises(InvalidTask, match="one DatabaseBackend alias serves all tasks"):
+        tasks.add.using(backend="second")
+    result = tasks.add.enqueue(1, 2)  # the first alias is untouched
+    assert tasks.add.get_result(result.id).backend == "default"
+    assert [e.id for e in task_backends["second"].check()] == ["dbjobs.E026"]
+    assert task_backends["default"].check() == []
+
+
+def test_a_task_dead_lettered_by_the_sweep_sends_task_finished():
+    from django_dbjobs.models import Isolation
+    from django_dbjobs.sweep import sweep
+
+    finished = []
+
+    def on_finished(sender, task_result, **kwargs):
+        finished.append((task_result.status, task_result.errors[-1].exception_class_path, task_result.args))
+
+    result = tasks.add.enqueue(5, 6)
+    Job.objects.filter(pk=result.id).update(
+        status=JobStatus.RUNNING, worker="dead:1:x", attempts=3, max_attempts=3, isolation=Isolation.STARTED
+    )
+    task_finished.connect(on_finished)
+    try:
+        sweep("sweeper", timeout=30)
+    finally:
+        task_finished.disconnect(on_finished)
+    assert finished == [("FAILED", "django_dbjobs.exceptions.WorkerLost", [5, 6])]
 
 
 def test_backend_check_reports_the_app_not_installed():

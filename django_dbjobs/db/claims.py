@@ -12,6 +12,7 @@ import contextlib
 import json
 
 from django.db import connections, models, transaction
+from django.utils import timezone
 
 NOW_SQL = {
     "postgresql": "STATEMENT_TIMESTAMP()",
@@ -161,10 +162,15 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
                     f"{claim_mark(model, using)} WHERE id IN ({marks})",
                     [worker, worker, *(j.pk for j in jobs)],
                 )
+    # The UPDATE stamped the times by the database clock; these copies, read before it, get
+    # the host's: close enough for what reads them in memory (TaskResult, signals).
+    now = timezone.now()
     for job in jobs:
         job.status, job.worker, job.attempts = "RUNNING", worker, job.attempts + 1
         job.pickups += 1
         job.worker_ids = [*job.worker_ids, worker]
+        job.started_at = job.started_at or now
+        job.last_attempted_at = now
     return jobs
 
 

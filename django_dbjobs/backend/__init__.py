@@ -1,93 +1,55 @@
 """DatabaseBackend: Django's Tasks framework (``django.tasks``) on the job table.
 
-The only module that imports ``django.tasks`` (or, on Django 5.2, the ``django-tasks``
-backport). A ``@task`` bound to this backend is registered as a job under its module
-path when it is defined, so a worker runs it like any ``@job`` and runs nothing else
-(DESIGN.md promise 11). The Job-to-TaskResult mapping is ``task_result()``, here only.
+``TASKS = {"default": {"BACKEND": "django_dbjobs.backend.DatabaseBackend"}}``. A
+``@task`` bound to this backend is registered as a job under its module path when it is
+defined, so a worker runs it like any ``@job`` and runs nothing else (DESIGN.md promise
+11). ``compat`` is the only module importing ``django.tasks`` (or the Django 5.2
+backport); ``results.task_result()`` is the only Job-to-TaskResult mapping.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import logging
 from collections.abc import Callable
-from typing import Any
 
 from django.apps import apps
+from django.conf import settings as django_settings
 from django.core import checks
 from django.utils.module_loading import import_string
 
-from . import enqueuing, registry, validation
-from .exceptions import InvalidJob
-from .models import Job, JobStatus
-from .registry import JobFunction, JobOptions
-from .signals import send
+from .. import enqueuing, registry, rows, validation
+from ..conf import settings
+from ..exceptions import InvalidJob
+from ..models import Job
+from .compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultMismatch,
+    TaskResultStatus,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
+from .results import copy_task, task_result
+from .task_job import OPTIONS, DatabaseTask, TaskJob
 
-try:
-    from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus
-    from django.tasks.backends.base import BaseTaskBackend
-    from django.tasks.base import TaskError
-    from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-    from django.tasks.signals import task_enqueued, task_finished, task_started
-except ImportError:  # Django 5.2: the django-tasks backport, whose names differ
-    from django_tasks import TaskContext, TaskResult, TaskResultStatus
-    from django_tasks.backends.base import BaseTaskBackend
-    from django_tasks.base import Task, TaskError
-    from django_tasks.exceptions import InvalidTaskError as InvalidTask
-    from django_tasks.exceptions import TaskResultDoesNotExist
-    from django_tasks.signals import task_enqueued, task_finished, task_started
+logger = logging.getLogger("django_dbjobs")
 
-__all__ = ["DatabaseBackend", "DatabaseTask", "task_result"]
-
-#: Keys of the backend's OPTIONS, and of the extra @task() arguments (Django 6.1+).
-OPTIONS = ("max_attempts", "backoff")
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class DatabaseTask(Task):
-    """A Task with the job options Django 6.1 lets ``@task(...)`` pass: None means the backend's."""
-
-    max_attempts: int | None = None
-    backoff: float | None = None
-    #: A key (or a function of the task's arguments returning one): at most one READY or
-    #: RUNNING run of this task per key; enqueueing another returns that run's result.
-    unique_key: str | Callable[..., str] | None = None
-
-
-class TaskJob(JobFunction):
-    """A registered job that runs a Task: its context, its signals, its async function."""
-
-    def __init__(self, task: Task, backend: DatabaseBackend):
-        max_attempts = getattr(task, "max_attempts", None) or backend.options.get("max_attempts")
-        backoff = getattr(task, "backoff", None)
-        if backoff is None:
-            backoff = backend.options.get("backoff")
-        super().__init__(task.func, task.module_path, JobOptions(max_attempts=max_attempts, backoff=backoff))
-        self.task = task
-        self.backend = backend
-
-    def check_arguments(self, args, kwargs) -> None:
-        if self.task.takes_context:
-            args = (None, *args)  # the TaskContext the worker passes first
-        super().check_arguments(args, kwargs)
-
-    def run(self, job: Job) -> Any:
-        result = task_result(job, self.task, self.backend.alias)
-        send(task_started, sender=type(self.backend), task_result=result)
-        if self.task.takes_context:
-            return self.task.call(TaskContext(task_result=result), *job.args, **job.kwargs)
-        return self.task.call(*job.args, **job.kwargs)
-
-    def finished(self, job: Job, status: str, failure: BaseException | None) -> None:
-        if status not in (JobStatus.SUCCESSFUL, JobStatus.FAILED):
-            return  # a failed attempt that will be retried: the task has not finished
-        result = task_result(job, self.task, self.backend.alias)
-        if failure is None:
-            send(task_finished, sender=type(self.backend), task_result=result)
-            return
-        try:  # inside an exception handler, as Django's backends send it: logging gets the traceback
-            raise failure
-        except BaseException:  # noqa: BLE001
-            send(task_finished, sender=type(self.backend), task_result=result)
+__all__ = [
+    "DatabaseBackend",
+    "DatabaseTask",
+    "InvalidTask",
+    "TaskResultDoesNotExist",
+    "TaskResultMismatch",
+    "TaskResultStatus",
+    "task_enqueued",
+    "task_finished",
+    "task_result",
+    "task_started",
+]
 
 
 class DatabaseBackend(BaseTaskBackend):
@@ -119,13 +81,18 @@ class DatabaseBackend(BaseTaskBackend):
         except InvalidJob as exc:
             raise InvalidTask(str(exc)) from None
         existing = registry.lookup(task.module_path)
+        if isinstance(existing, TaskJob) and existing.backend.alias != self.alias:
+            raise InvalidTask(
+                f"{task.module_path} is bound to TASKS[{existing.backend.alias!r}]; one DatabaseBackend "
+                f"alias serves all tasks (TASKS[{self.alias!r}] is another)."
+            )
         if not (
             isinstance(existing, TaskJob)
             and existing.func is task.func
             and _same_backend(existing.backend, self)
             and _same_options(existing.task, task)
         ):
-            registry.add(TaskJob(_copy(task, run_after=None), self))
+            registry.add(TaskJob(copy_task(task, run_after=None), self))
 
     def enqueue(self, task: Task, args, kwargs) -> TaskResult:
         """Write the task as a job on the caller's connection; workers wake when it commits."""
@@ -134,19 +101,24 @@ class DatabaseBackend(BaseTaskBackend):
         registered = registry.lookup(task.module_path)
         key = getattr(task, "unique_key", None)
         if callable(key):
+            registered.check_arguments(args, kwargs)  # before the key function sees them
             key = key(*args, **kwargs)
-        job = enqueuing.enqueue(
+        fields, using = enqueuing.job_fields(
             registered,
-            *args,
-            kwargs=dict(kwargs),
-            queue=task.queue_name,
-            priority=task.priority,
-            run_at=task.run_after,
-            unique_key=key,
-            using=self.using,
+            args,
+            kwargs,
+            task.queue_name,
+            task.priority,
+            task.run_after,
+            None,
+            None,
+            key,
+            self.using,
         )
+        job, created = enqueuing.store(rows.build(fields, using), fields, using)
         result = task_result(job, task, self.alias)
-        task_enqueued.send(type(self), task_result=result)
+        if created:  # a held unique key returns the holder's result: nothing was enqueued
+            task_enqueued.send(type(self), task_result=result)
         return result
 
     def get_result(self, result_id) -> TaskResult:
@@ -177,6 +149,16 @@ class DatabaseBackend(BaseTaskBackend):
             except InvalidJob as exc:
                 errors.append(checks.Error(f"TASKS[{self.alias!r}]['QUEUES']: {exc}", id="dbjobs.E023"))
         errors.extend(self._option_errors())
+        ours = [alias for alias, params in django_settings.TASKS.items() if _is_ours(params.get("BACKEND"))]
+        if len(ours) > 1 and self.alias != ours[0]:
+            errors.append(
+                checks.Error(
+                    f"TASKS[{self.alias!r}] and TASKS[{ours[0]!r}] both use DatabaseBackend; one alias "
+                    "serves every task (a task's row does not record its alias).",
+                    hint="Keep one DatabaseBackend alias; split the work with queues (run_jobs --queues).",
+                    id="dbjobs.E026",
+                )
+            )
         return errors
 
     def _option_errors(self) -> list[checks.CheckMessage]:
@@ -207,51 +189,6 @@ class DatabaseBackend(BaseTaskBackend):
         ]
 
 
-def task_result(job: Job, task: Task, alias: str) -> TaskResult:
-    """The TaskResult of a job row: the one place a Job becomes a TaskResult."""
-    status = TaskResultStatus(job.status)
-    result = TaskResult(
-        task=_copy(task, priority=job.priority, queue_name=job.queue) if _differs(task, job) else task,
-        id=job.pk,
-        status=status,
-        enqueued_at=_datetime(job.enqueued_at),
-        started_at=job.started_at,
-        finished_at=_datetime(job.finished_at),
-        last_attempted_at=job.last_attempted_at,
-        args=list(job.args),
-        kwargs=dict(job.kwargs),
-        backend=alias,
-        errors=[
-            TaskError(
-                exception_class_path=error.get("exception_class_path", ""),
-                traceback=error.get("traceback", ""),
-            )
-            for error in job.errors
-        ],
-        worker_ids=list(job.worker_ids),
-    )
-    if status == TaskResultStatus.SUCCESSFUL:
-        object.__setattr__(result, "_return_value", job.return_value)
-    return result
-
-
-def _differs(task: Task, job: Job) -> bool:
-    return task.priority != job.priority or task.queue_name != job.queue
-
-
-def _datetime(value):
-    """A datetime, or None for a column the database is still to fill in (an expression)."""
-    return None if hasattr(value, "resolve_expression") else value
-
-
-def _copy(task: Task, **changes: Any) -> Task:
-    """The task with `changes`, without validating it again (``using()`` would, on every call)."""
-    clone = object.__new__(type(task))
-    for field in dataclasses.fields(task):
-        object.__setattr__(clone, field.name, changes.get(field.name, getattr(task, field.name)))
-    return clone
-
-
 _importable: set[Callable] = set()
 
 
@@ -269,6 +206,34 @@ def _check_importable(task: Task) -> None:
             "Define tasks at module level with @task, under the function's own name."
         )
     _importable.add(task.func)
+    if not _discoverable(task.func.__module__):
+        logger.warning(
+            "Task %s is defined in %s, which workers do not import (not the tasks or jobs module of an "
+            "installed app, nor in DBJOBS_JOB_MODULES): they will hand its jobs back as unknown. List the "
+            "module in DBJOBS_JOB_MODULES.",
+            task.module_path,
+            task.func.__module__,
+        )
+
+
+def _discoverable(module: str) -> bool:
+    """Whether workers import `module` (registry.autodiscover()), or a package that may import it."""
+    if module in settings.JOB_MODULES:
+        return True
+    for app in apps.get_app_configs():
+        for name in registry.AUTODISCOVER_MODULES:
+            prefix = f"{app.name}.{name}"
+            if module == prefix or module.startswith(prefix + "."):
+                return True
+    return False
+
+
+def _is_ours(path) -> bool:
+    try:
+        backend = import_string(path) if isinstance(path, str) else None
+    except ImportError:
+        return False
+    return isinstance(backend, type) and issubclass(backend, DatabaseBackend)
 
 
 def _same_backend(a: BaseTaskBackend, b: BaseTaskBackend) -> bool:

@@ -1,0 +1,77 @@
+"""DatabaseTask (the task class, with job options) and TaskJob (a registered job that runs a Task)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from .. import async_jobs
+from ..models import Job, JobStatus
+from ..registry import JobFunction, JobOptions
+from ..signals import send
+from .compat import Task, TaskContext, task_finished, task_started
+from .results import task_result
+
+if TYPE_CHECKING:
+    from . import DatabaseBackend
+
+#: Keys of the backend's OPTIONS, and of the extra @task() arguments (Django 6.1+).
+OPTIONS = ("max_attempts", "backoff")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DatabaseTask(Task):
+    """A Task with the job options Django 6.1 lets ``@task(...)`` pass: None means the backend's."""
+
+    max_attempts: int | None = None
+    backoff: float | None = None
+    #: A key (or a function of the task's arguments returning one): at most one READY or
+    #: RUNNING run of this task per key; enqueueing another returns that run's result.
+    unique_key: str | Callable[..., str] | None = None
+
+
+class TaskJob(JobFunction):
+    """A registered job that runs a Task: its context, its signals, its async function."""
+
+    def __init__(self, task: Task, backend: DatabaseBackend):
+        max_attempts = getattr(task, "max_attempts", None) or backend.options.get("max_attempts")
+        backoff = getattr(task, "backoff", None)
+        if backoff is None:
+            backoff = backend.options.get("backoff")
+        super().__init__(task.func, task.module_path, JobOptions(max_attempts=max_attempts, backoff=backoff))
+        self.task = task
+        self.backend = backend
+
+    def check_arguments(self, args, kwargs) -> None:
+        if self.task.takes_context:
+            args = (None, *args)  # the TaskContext the worker passes first
+        super().check_arguments(args, kwargs)
+
+    def run(self, job: Job) -> Any:
+        result = task_result(job, self.task, self.backend.alias)
+        send(task_started, sender=type(self.backend), task_result=result)
+        args = (TaskContext(task_result=result), *job.args) if self.task.takes_context else job.args
+        if self.is_async:  # as Task.call() would, but cancellable (async_jobs.py)
+            return async_jobs.run(self.task.func, args, job.kwargs, key=job.pk)
+        return self.task.func(*args, **job.kwargs)
+
+    def finished(self, job: Job, status: str, failure: BaseException | None) -> None:
+        if status not in (JobStatus.SUCCESSFUL, JobStatus.FAILED):
+            return  # a failed attempt that will be retried: the task has not finished
+        deferred = job.get_deferred_fields()
+        if deferred:  # the sweep reads only what recovery needs
+            job.refresh_from_db(fields=list(deferred))
+        if not isinstance(job.finished_at, datetime.datetime):  # stamped by the database clock in SQL
+            job.finished_at = timezone.now()
+        result = task_result(job, self.task, self.backend.alias)
+        if failure is None:
+            send(task_finished, sender=type(self.backend), task_result=result)
+            return
+        try:  # inside an exception handler, as Django's backends send it: logging gets the traceback
+            raise failure
+        except BaseException:  # noqa: BLE001
+            send(task_finished, sender=type(self.backend), task_result=result)

@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_dbjobs",
     "demo",
+    "shop",
 ]
 
 MIDDLEWARE = [
@@ -66,6 +67,15 @@ USE_TZ = True
 TIME_ZONE = "UTC"
 STATIC_URL = "static/"
 
+# Receipts are printed by the worker (the console backend) unless EMAIL_BACKEND says otherwise,
+# e.g. django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST and EMAIL_PORT.
+EMAIL_BACKEND = env("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="shop@example.com")
+# The day the shop's daily sales summary covers starts at midnight here.
+SHOP_TIMEZONE = env("SHOP_TIMEZONE", default="Europe/Paris")
+
 DBJOBS_QUEUES = ["default", "emails", "reports"]
 DBJOBS_RETRY_BACKOFF = env.float("DBJOBS_RETRY_BACKOFF", default=0.2)
 DBJOBS_POLL_INTERVAL = env.float("DBJOBS_POLL_INTERVAL", default=1.0)
@@ -76,6 +86,12 @@ DBJOBS_SCHEDULES = {
         "job": "demo.jobs.nightly_summary",
         "cron": env("NIGHTLY_SUMMARY_CRON", default="30 2 * * *"),
         "timezone": env("NIGHTLY_SUMMARY_TIMEZONE", default="Europe/Paris"),
+        "due_time_argument": "due_time",
+    },
+    "daily-sales": {
+        "job": "shop.jobs.daily_sales",
+        "cron": "0 7 * * *",
+        "timezone": SHOP_TIMEZONE,
         "due_time_argument": "due_time",
     },
 }

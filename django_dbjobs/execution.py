@@ -9,7 +9,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from . import db, enqueuer_context, registry, validation
+from . import db, enqueuer_context, registry, timeouts, validation
 from .conf import settings
 from .context import running
 from .exceptions import MissingMigrations, UnknownJob
@@ -72,7 +72,9 @@ def _run(job, worker, registered, on_success, outage, restored: BaseException | 
             try:
                 send(job_started, job=job)
                 logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
-                result = registered.run(job)
+                timeout = registered.options.timeout or settings.DEFAULT_TIMEOUT
+                with timeouts.guard(job, timeout, registered.is_async):
+                    result = registered.run(job)
             except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
                 failure = exc
     if failure is None:
@@ -85,6 +87,11 @@ def _run(job, worker, registered, on_success, outage, restored: BaseException | 
             on_success(job, result)
             return JobStatus.SUCCESSFUL
         return store_success(job, worker, result, outage)
+    return record_failure(job, worker, failure, registered, outage)
+
+
+def record_failure(job: Job, worker: str, failure: BaseException, registered, outage: Outage) -> str | None:
+    """Store a failed attempt: a retry after backoff, or the dead letters once attempts are spent."""
     error = error_record(failure, job, worker)
     if job.attempts >= job.max_attempts:
         return _dead_letter(job, worker, error, outage, failure)

@@ -11,8 +11,8 @@ test:
 # lint and docs install what they need into .venv first, as make test does.
 lint:
 	bash -c 'source scripts/venv.sh && ensure_venv lint'
-	.venv/bin/ruff check django_dbjobs tests example_project bench
-	.venv/bin/ruff format --check django_dbjobs tests example_project bench
+	.venv/bin/ruff check django_dbjobs tests example_project bench scripts
+	.venv/bin/ruff format --check django_dbjobs tests example_project bench scripts
 
 docs:
 	bash -c 'source scripts/venv.sh && ensure_venv docs'
@@ -25,11 +25,9 @@ screenshots:
 	DBJOBS_SCREENSHOTS=docs/_static DBJOBS_REQUIRE_BROWSER=1 .venv/bin/python -m pytest -q -p no:cacheprovider \
 		tests/test_admin_browser.py
 
-# A tiny run of the benchmark on each database (CI keeps it working); see bench/README.md.
+# A tiny run of the benchmark on each database (servers that are not running are skipped).
 bench-smoke:
-	.venv/bin/python bench/run.py --smoke --database sqlite:///$(CURDIR)/.bench-smoke.sqlite3
-	.venv/bin/python bench/run.py --smoke --database postgres://root@127.0.0.1:5432/dbjobs_bench
-	.venv/bin/python bench/run.py --smoke --database mysql://root@127.0.0.1:3306/dbjobs_bench
+	bash scripts/bench_smoke.sh
 
 # Build the sdist and wheel, check them, and run a job from the installed wheel (SQLite).
 package:

@@ -6,7 +6,7 @@ from django.core import checks
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from . import db, validation
+from . import db, retention, validation
 from .conf import settings
 from .models.job import MAX_PRIORITY, MIN_PRIORITY
 
@@ -183,10 +183,10 @@ def check_settings(app_configs=None, **kwargs):
     for name in ("KEEP_SUCCEEDED", "KEEP_FAILED"):
         value = getattr(settings, name)
         seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else value
-        if seconds is not None and not (_number(seconds) and seconds >= 0):
+        if seconds is not None and not (_number(seconds) and 0 <= seconds <= retention.MAX_KEEP):
             errors.append(
                 checks.Error(
-                    f"DBJOBS_{name} must be None, a number of seconds (0 or more) or a timedelta, "
+                    f"DBJOBS_{name} must be None, a number of seconds (0 to 100 years) or a timedelta, "
                     f"not {value!r}.",
                     hint="For example: DBJOBS_KEEP_SUCCEEDED = timedelta(days=7); None keeps jobs forever.",
                     id="dbjobs.E025",

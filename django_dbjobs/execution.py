@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from . import db, enqueuer_context, registry, timeouts, validation
@@ -32,6 +34,7 @@ def run(
     worker: str,
     on_success: Callable[[Job, Any], None] | None = None,
     outage: Outage | None = None,
+    savepoint: bool = False,
 ) -> str | None:
     """Run `job` (claimed by `worker`) and store the outcome.
 
@@ -41,7 +44,9 @@ def run(
     `on_success`, a success is handed to it (the worker stores successes in
     batches) instead of being written here; a job running alone (Isolation) has
     its start written first and its outcome stored at once. `outage` rides out
-    database outages while storing (default: a fresh one).
+    database outages while storing (default: a fresh one). With `savepoint` (inside a
+    caller's transaction: testing.run_jobs()) the job's body runs in a savepoint, so a
+    database error it raises leaves the transaction usable for storing its failure.
     """
     outage = outage or Outage(job._state.db)
     try:
@@ -52,16 +57,18 @@ def run(
     # sets (translation.activate(), ...) end with it, never leaking into the next job.
     context = contextvars.copy_context()
     if not (job.context or settings.CONTEXT_RESTORE):  # the common case: nothing to restore
-        return context.run(_run, job, worker, registered, on_success, outage, None)
-    return context.run(_run_restored, job, worker, registered, on_success, outage)
+        return context.run(_run, job, worker, registered, on_success, outage, None, savepoint)
+    return context.run(_run_restored, job, worker, registered, on_success, outage, savepoint)
 
 
-def _run_restored(job, worker, registered, on_success, outage) -> str | None:
+def _run_restored(job, worker, registered, on_success, outage, savepoint) -> str | None:
     with enqueuer_context.restoring_safely(job.context) as restored:
-        return _run(job, worker, registered, on_success, outage, restored)
+        return _run(job, worker, registered, on_success, outage, restored, savepoint)
 
 
-def _run(job, worker, registered, on_success, outage, restored: BaseException | None) -> str | None:
+def _run(
+    job, worker, registered, on_success, outage, restored: BaseException | None, savepoint: bool = False
+) -> str | None:
     alone = job.isolation != Isolation.NONE
     if alone and not _write(outage, job, lambda: job.mark_started_alone(worker), "recording the start"):
         _dropped(job, "RUNNING")
@@ -73,7 +80,8 @@ def _run(job, worker, registered, on_success, outage, restored: BaseException | 
                 send(job_started, job=job)
                 logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
                 timeout = registered.options.timeout or settings.DEFAULT_TIMEOUT
-                with timeouts.guard(job, timeout, registered.is_async):
+                atomic = transaction.atomic(using=job._state.db) if savepoint else contextlib.nullcontext()
+                with timeouts.guard(job, timeout, registered.is_async), atomic:
                     result = registered.run(job)
             except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
                 failure = exc

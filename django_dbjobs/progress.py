@@ -9,6 +9,7 @@ so a backlog of millions costs an index range of LEFT_CAP rows, not a table coun
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -19,6 +20,7 @@ from .models import Job, JobStatus
 from .signals import job_finished
 from .stop_signals import STOP_SIGNALS
 
+LOGGER = logging.getLogger("django_dbjobs")
 #: Seconds between redraws; the most due jobs counted for "left".
 REFRESH = 1.0
 LEFT_CAP = 100_000
@@ -40,6 +42,10 @@ class BurstProgress:
 
     def __enter__(self) -> BurstProgress:
         job_finished.connect(self._count, weak=False)
+        # A log line written to the same terminal clears the live line first, so it starts
+        # at the left margin; the live line is drawn again below it at the next refresh.
+        for handler in LOGGER.handlers:
+            handler.addFilter(self._clear_line)
         # Threads inherit the signal mask: this one must not take the worker's SIGTERM
         # (see stop_signals.py), so it starts with the stop signals blocked.
         masked = hasattr(signal, "pthread_sigmask")
@@ -53,10 +59,17 @@ class BurstProgress:
 
     def __exit__(self, *exc_info) -> None:
         job_finished.disconnect(self._count)
+        for handler in LOGGER.handlers:
+            handler.removeFilter(self._clear_line)
         self._done.set()
         self._thread.join(5)
         self.out.write(f"\r\x1b[K{self.line(left=None)}")
         self.out.flush()
+
+    def _clear_line(self, record) -> bool:
+        self.out.write("\r\x1b[K", ending="")
+        self.out.flush()
+        return True
 
     def _count(self, sender, job, status, **kwargs) -> None:
         with self._lock:

@@ -33,6 +33,10 @@ CATCH_UP_INTERVAL = 1.0
 KEPT_BY = {JobStatus.SUCCESSFUL: "KEEP_SUCCEEDED", JobStatus.FAILED: "KEEP_FAILED"}
 
 
+#: The longest keep time that means something: a century (longer would overflow date arithmetic).
+MAX_KEEP = 100 * 365 * 86400.0
+
+
 def seconds(value) -> float | None:
     """A DBJOBS_KEEP_* value (seconds or a timedelta; None: forever) in seconds."""
     if isinstance(value, datetime.timedelta):
@@ -55,13 +59,22 @@ def old_jobs(status: str, older_than: float, queues: list[str] | None = None, us
 
 
 def delete_batch(status: str, older_than: float, queues=None, using="default", batch_size=BATCH_SIZE) -> int:
-    """Delete up to `batch_size` of the oldest such jobs; return how many were deleted."""
-    picked = old_jobs(status, older_than, queues, using).order_by("finished_at", "id")
-    pks = list(picked.values_list("pk", flat=True)[:batch_size])
-    if not pks:
-        return 0
+    """Delete up to `batch_size` of the oldest such jobs; return how many were deleted.
+
+    Where the database can, the batch is locked with SKIP LOCKED as it is picked, so
+    workers pruning at once take different rows instead of waiting on each other's.
+    """
     with transaction.atomic(using=using):
-        return Job._base_manager.using(using).filter(pk__in=pks, status=status)._raw_delete(using)
+        picked = old_jobs(status, older_than, queues, using).order_by("finished_at", "id")
+        if db.can_skip_locked(using):
+            picked = picked.select_for_update(skip_locked=True)
+        pks = list(picked.values_list("pk", flat=True)[:batch_size])
+        if not pks:
+            return 0
+        # Fenced on the status and the age again: a dead letter retried (and failed again)
+        # since it was picked is neither.
+        fence = {"status": status, "finished_at__lt": db.seconds_from_now(-older_than)}
+        return Job._base_manager.using(using).filter(pk__in=pks, **fence)._raw_delete(using)
 
 
 def prune(
@@ -119,3 +132,5 @@ class Pruner:
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("Database error while pruning finished jobs: %s", exc)
             close_broken_connections()
+        except Exception:  # noqa: BLE001 - retention must never stop the worker
+            logger.exception("Could not prune finished jobs")

@@ -24,6 +24,15 @@ class Status:
     queues: list[QueueRow]
     workers: list[WorkerProcess]
     problems: list[str] = field(default_factory=list)
+    #: The queues asked about (--queues); None: every queue.
+    asked: list[str] | None = None
+
+    @property
+    def serving(self) -> list[WorkerProcess]:
+        """The live workers that take jobs from the queues asked about (all of them when none)."""
+        if not self.asked:
+            return self.workers
+        return [w for w in self.workers if not w.queues or set(w.queues) & set(self.asked)]
 
     @property
     def failed(self) -> int:
@@ -73,7 +82,7 @@ def read_status(queues: list[str] | None = None, using: str = "default") -> Stat
         known = {row.name: row for row in rows}
         rows = [known.get(name) or QueueRow(name) for name in queues]
     workers = list(WorkerProcess.objects.using(using).live().order_by("hostname", "pid"))
-    return Status(db.database_clock(using), rows, workers)
+    return Status(db.database_clock(using), rows, workers, asked=queues or None)
 
 
 def judge(
@@ -95,8 +104,9 @@ def judge(
                 )
     if failed is not None and status.failed >= failed:
         problems.append(f"{status.failed} failed jobs (dead letters; limit: fewer than {failed})")
-    if need_workers and not status.workers:
-        problems.append("no live worker (no heartbeat within DBJOBS_HEARTBEAT_TIMEOUT)")
+    if need_workers and not status.serving:
+        which = f" serving {', '.join(status.asked)}" if status.asked else ""
+        problems.append(f"no live worker{which} (no heartbeat within DBJOBS_HEARTBEAT_TIMEOUT)")
     status.problems = problems
     return problems
 

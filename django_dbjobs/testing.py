@@ -10,7 +10,6 @@ worker, which is a process of its own.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 
 from django.db import router, transaction
@@ -45,12 +44,10 @@ def run_jobs(
     """
     using = using or router.db_for_write(Job)
     jobs = Job.objects.using(using)
-    # Outages are not waited out in a test: a failing write is raised at once.
-    outage = Outage(using, forced=_STOPPED)
     ran: list[Job] = []
     while True:
         if include_scheduled:
-            jobs.filter(status=JobStatus.READY, run_at__gt=Now()).update(run_at=Now())
+            jobs.for_queues(queues).filter(status=JobStatus.READY, run_at__gt=Now()).update(run_at=Now())
         if len(ran) >= max_jobs:
             if jobs.due().for_queues(queues).exists():
                 raise RuntimeError(
@@ -62,13 +59,20 @@ def run_jobs(
         if not claimed:
             return ran
         (job,) = claimed
-        execution.run(job, TEST_WORKER, outage=outage)
+        # The job's body runs in a savepoint: a database error it raises leaves the test's
+        # transaction usable. Errors storing the outcome are raised, never waited out.
+        status = execution.run(job, TEST_WORKER, outage=_Raising(using), savepoint=True)
+        if status is None:
+            raise RuntimeError(f"run_jobs() could not store the outcome of job {job.pk} ({job.name}).")
         job.refresh_from_db()
         ran.append(job)
 
 
-_STOPPED = threading.Event()
-_STOPPED.set()
+class _Raising(Outage):
+    """No outage handling in a test: every database error is raised as it is, no connection closed."""
+
+    def call(self, action, what, once=False):
+        return action()
 
 
 class CapturedJobs(list):

@@ -48,12 +48,21 @@ def main(dist: Path) -> int:
         if line not in text:
             problems.append(f"the wheel's metadata lacks {line!r}")
     entry_points = next((n for n in names if n.endswith(".dist-info/entry_points.txt")), None)
-    if entry_points is None or "django_dbjobs.pytest_plugin" not in zipfile.ZipFile(wheels[0]).read(entry_points).decode():
+    plugin = (
+        entry_points
+        and "django_dbjobs.pytest_plugin" in zipfile.ZipFile(wheels[0]).read(entry_points).decode()
+    )
+    if not plugin:
         problems.append("the wheel does not register the pytest plugin (entry point pytest11)")
     with tarfile.open(sdists[0]) as sdist:
-        members = sdist.getnames()
-    if not any(m.endswith("django_dbjobs/migrations/0001_initial.py") for m in members):
+        members = [m.split("/", 1)[1] for m in sdist.getnames() if "/" in m]
+    if "django_dbjobs/migrations/0001_initial.py" not in members:
         problems.append("the sdist lacks the migrations")
+    if "docs/index.rst" not in members:
+        problems.append("the sdist lacks the documentation")
+    strays = sorted(m for m in members if m.startswith(("tests/", "example_project/", "bench/", "scripts/")))
+    if strays:
+        problems.append(f"the sdist ships files that are not the package: {strays[:5]}")
     for problem in problems:
         print("PROBLEM:", problem)
     if not problems:

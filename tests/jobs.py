@@ -316,3 +316,12 @@ async def async_sleeps_too_long():
     import asyncio
 
     await asyncio.sleep(30)
+
+
+@job(max_attempts=1)
+def violates_a_constraint():
+    """A database error raised inside the job (a duplicate primary key)."""
+    from django_dbjobs.models import Queue
+
+    Queue.objects.create(name="duplicate")
+    Queue.objects.create(name="duplicate")

@@ -38,7 +38,7 @@ def test_prune_deletes_only_finished_jobs_past_their_keep_time():
     make(JobStatus.FAILED, 8)
     make(JobStatus.READY, 0)
     make(JobStatus.RUNNING, 0)
-    # Old READY/RUNNING rows with a finish time (a retried dead letter keeps its old one).
+    # READY/RUNNING rows with an old finish time, as a fault or a hand edit could leave them.
     Job.objects.create(name="tests.jobs.add", status=JobStatus.READY, finished_at=timezone.now() - 90 * DAY)
     Job.objects.create(name="tests.jobs.add", status=JobStatus.RUNNING, finished_at=timezone.now() - 90 * DAY)
     assert retention.prune(JobStatus.SUCCESSFUL, retention.kept_for(JobStatus.SUCCESSFUL)) == 1
@@ -82,6 +82,44 @@ def test_queues_and_none_settings(settings):
     assert retention.kept_for(JobStatus.SUCCESSFUL) is None
     settings.DBJOBS_KEEP_SUCCEEDED = datetime.timedelta(hours=1)
     assert retention.kept_for(JobStatus.SUCCESSFUL) == 3600
+
+
+def test_a_pruning_error_never_stops_the_worker(settings, caplog):
+    settings.DBJOBS_KEEP_SUCCEEDED = float("inf")  # refused by the check, but set anyway
+    make(JobStatus.SUCCESSFUL, 8)
+    retention.Pruner("default").prune_if_due()  # logged, not raised
+    assert "Could not prune finished jobs" in caplog.text
+    enqueue_and_run = Worker(burst=True)
+    enqueue_and_run.run()  # a worker with the bad setting still runs
+
+
+def test_workers_pruning_at_once_take_different_batches():
+    from django.db import connections
+
+    from django_dbjobs import db
+
+    if not db.can_skip_locked("default"):
+        pytest.skip("SQLite has one writer: pruners take turns instead")
+    make(JobStatus.SUCCESSFUL, 10, count=6)
+    other = connections.create_connection("default")  # a second, real connection: another worker
+    try:
+        other.set_autocommit(False)
+        with other.cursor() as cursor:  # it holds the two oldest rows locked, mid-batch
+            table = Job._meta.db_table
+            cursor.execute(
+                f"SELECT id FROM {table} ORDER BY finished_at, id LIMIT 2 FOR UPDATE"  # noqa: S608
+            )
+            held = {row[0] for row in cursor.fetchall()}
+        with connection.cursor() as cursor:  # were it to wait for those locks, fail instead of hanging
+            if connection.vendor == "postgresql":
+                cursor.execute("SET lock_timeout = '5s'")
+            else:
+                cursor.execute("SET SESSION innodb_lock_wait_timeout = 5")
+        assert retention.delete_batch(JobStatus.SUCCESSFUL, 86400, batch_size=10) == 4  # not blocked
+        assert set(Job.objects.values_list("pk", flat=True)) == held
+    finally:
+        other.rollback()
+        other.close()
 
 
 def test_workers_prune_a_batch_per_round(settings, monkeypatch):
@@ -135,6 +173,10 @@ def test_prune_jobs_options(settings):
     ]
     settings.DBJOBS_KEEP_FAILED = None
     assert "kept forever" in call("--status", "failed")
+    text = call("--older-than", "1d")  # an age for every status does not override "keep forever"
+    assert "failed: kept forever" in text and "--status failed deletes them" in text
+    assert Job.objects.filter(status=JobStatus.FAILED).count() == 1
+    assert "deleted 1 jobs" in call("--older-than", "1d", "--status", "failed")
     for bad in (["--older-than", "soon"], ["--queue", "no spaces"], ["--batch-size", "0"]):
         with pytest.raises(CommandError):
             call(*bad)
@@ -150,6 +192,9 @@ def test_prune_jobs_draws_a_progress_bar_on_a_terminal():
 def test_keep_settings_are_checked(settings):
     settings.DBJOBS_KEEP_SUCCEEDED = -1
     settings.DBJOBS_KEEP_FAILED = "30 days"
+    assert [e.id for e in check_settings() if e.id == "dbjobs.E025"] == ["dbjobs.E025", "dbjobs.E025"]
+    settings.DBJOBS_KEEP_SUCCEEDED = float("inf")  # "forever" is None: infinity would overflow
+    settings.DBJOBS_KEEP_FAILED = 1e15
     assert [e.id for e in check_settings() if e.id == "dbjobs.E025"] == ["dbjobs.E025", "dbjobs.E025"]
     settings.DBJOBS_KEEP_SUCCEEDED = datetime.timedelta(days=1)
     settings.DBJOBS_KEEP_FAILED = None

@@ -33,7 +33,7 @@ def run_on_a_terminal(*args: str) -> tuple[int, str]:
         cwd=ROOT,
         env=env,
         stdout=follower,
-        stderr=subprocess.DEVNULL,
+        stderr=follower,  # log lines and the live line share the terminal, as they would
     )
     os.close(follower)
     output = b""
@@ -62,6 +62,13 @@ def test_burst_on_a_terminal_draws_a_live_line_and_a_summary():
     assert "\r\x1b[Kprocessed" in output and "left" in output  # redrawn in place while running
     summary = output.rsplit("\r\x1b[K", 1)[-1]
     assert summary.startswith("processed 31  failed 1  "), repr(summary)
+    # Every log line starts at the left margin: the live line was cleared before it.
+    logged = [
+        line for line in output.replace("\r\n", "\n").split("\n") if " ERROR " in line or " INFO " in line
+    ]
+    assert any("Job failed" in line for line in logged), output
+    for line in logged:
+        assert "processed " not in line.split("\r\x1b[K")[-1], repr(line)
     assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 30
 
 

@@ -114,12 +114,22 @@ def test_queues_limit_what_is_reported_and_judged():
         status("--queues", "bad name!")
 
 
+def test_no_workers_counts_only_workers_serving_the_queues_asked_about():
+    fill()
+    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1, queues=["default"])
+    status("--queues", "default", "--fail-if-no-workers")
+    with pytest.raises(CommandError, match="no live worker serving emails"):
+        status("--queues", "emails", "--fail-if-no-workers")
+    WorkerProcess.objects.create(id="h:2:b", hostname="h", pid=2, concurrency=1, queues=[])  # every queue
+    status("--queues", "emails", "--fail-if-no-workers")
+
+
 def test_an_empty_table_is_healthy():
     text = status("--fail-if-lag", "1", "--fail-if-failed", "1")
     assert "no jobs waiting, running or failed" in text
 
 
-def test_the_exit_status_of_the_real_command():
+def test_the_exit_status_of_the_real_command(tmp_path):
     """What a Kubernetes probe or systemd ExecCondition sees: the process's exit status."""
     env = {
         **os.environ,
@@ -130,6 +140,19 @@ def test_the_exit_status_of_the_real_command():
     command = [sys.executable, "-m", "django", "dbjobs_status", "--fail-if-no-workers"]
     failing = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert failing.returncode == 1 and "no live worker" in failing.stderr
+    # SQLite makes an empty file (no tables); a server refuses the connection.
+    missing = (
+        str(tmp_path / "missing.sqlite3") if connection.vendor == "sqlite" else "dbjobs_no_such_database"
+    )
+    unreadable = subprocess.run(
+        command,
+        cwd=ROOT,
+        env={**env, "DBJOBS_TEST_DATABASE_NAME": missing},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unreadable.returncode == 2 and "Cannot read the job tables" in unreadable.stderr
     WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)
     passing = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert passing.returncode == 0, passing.stderr

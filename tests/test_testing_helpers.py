@@ -47,6 +47,23 @@ class RunJobsChecks:
         assert [job.pk for job in run_jobs(["emails"])] == [email.pk]
         assert Job.objects.get(pk=other.pk).status == JobStatus.READY
 
+    def test_a_database_error_in_a_job_leaves_the_test_transaction_usable(self):
+        from django_dbjobs.models import Queue
+
+        job = enqueue(jobs.violates_a_constraint)
+        (ran,) = run_jobs()
+        assert ran.pk == job.pk and ran.status == JobStatus.FAILED
+        assert "IntegrityError" in ran.last_error
+        assert not Queue.objects.filter(name="duplicate").exists()  # the job's writes rolled back
+        assert connection.connection is not None and connection.is_usable()
+        assert enqueue(jobs.add, 1, 1) and [j.status for j in run_jobs()] == [JobStatus.SUCCESSFUL]
+
+    def test_include_scheduled_respects_queues(self):
+        later_email = enqueue(jobs.send_email, "a@example.com", delay=3600)
+        later_other = enqueue(jobs.add, 1, 2, delay=3600)
+        assert [job.pk for job in run_jobs(["emails"], include_scheduled=True)] == [later_email.pk]
+        assert Job.objects.get(pk=later_other.pk).status == JobStatus.READY
+
     def test_a_runaway_job_is_stopped(self):
         enqueue(jobs.forever)
         with pytest.raises(RuntimeError, match="ran 5 jobs and more are due"):

@@ -1,9 +1,11 @@
 import json
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, InterfaceError, router
 
 from django_dbjobs import validation
 from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.models import Job
 from django_dbjobs.status import judge, read_status, table
 
 
@@ -24,7 +26,7 @@ def count(value: str) -> int:
 class Command(BaseCommand):
     help = (
         "Show each queue's ready, running and failed jobs, its lag and the live workers; exit 1 when a "
-        "--fail-if-* threshold is crossed (a health probe)."
+        "--fail-if-* threshold is crossed, 2 when the database cannot be read."
     )
 
     def add_arguments(self, parser):
@@ -47,9 +49,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--fail-if-no-workers",
             action="store_true",
-            help="Exit 1 if no worker has sent a heartbeat within DBJOBS_HEARTBEAT_TIMEOUT.",
+            help="Exit 1 if no worker (serving --queues, when given) has sent a heartbeat within "
+            "DBJOBS_HEARTBEAT_TIMEOUT.",
         )
-        parser.add_argument("--database", default="default", help="Database alias (default: default).")
+        parser.add_argument(
+            "--database", default=None, help="Database alias (default: the one the router picks for jobs)."
+        )
 
     def handle(self, *args, **options):
         queues = [q.strip() for q in options["queues"].split(",") if q.strip()]
@@ -58,7 +63,13 @@ class Command(BaseCommand):
                 validation.queue_name(name)
         except DbJobsError as exc:
             raise CommandError(str(exc)) from exc
-        status = read_status(queues or None, using=options["database"])
+        using = options["database"] or router.db_for_write(Job)
+        try:
+            status = read_status(queues or None, using=using)
+        except (DatabaseError, InterfaceError) as exc:
+            raise CommandError(
+                f"Cannot read the job tables of database {using!r}: {exc}", returncode=2
+            ) from exc
         problems = judge(
             status,
             lag=options["fail_if_lag"],

@@ -2,10 +2,11 @@ import re
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import router
 
 from django_dbjobs import retention, validation
 from django_dbjobs.exceptions import DbJobsError
-from django_dbjobs.models import JobStatus
+from django_dbjobs.models import Job, JobStatus
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -55,7 +56,9 @@ class Command(BaseCommand):
             default=retention.BATCH_SIZE,
             help=f"Rows per DELETE, each in its own transaction (default: {retention.BATCH_SIZE}).",
         )
-        parser.add_argument("--database", default="default", help="Database alias (default: default).")
+        parser.add_argument(
+            "--database", default=None, help="Database alias (default: the one the router picks for jobs)."
+        )
 
     def handle(self, *args, **options):
         try:
@@ -68,17 +71,20 @@ class Command(BaseCommand):
         statuses = [JobStatus.SUCCESSFUL, JobStatus.FAILED]
         if options["status"] != "all":
             statuses = [JobStatus(options["status"].upper())]
-        using, queues = options["database"], options["queues"] or None
+        using, queues = options["database"] or router.db_for_write(Job), options["queues"] or None
         for status in statuses:
-            older_than = options["older_than"]
-            if older_than is None:
-                older_than = retention.kept_for(status)
             label = status.label.lower()
-            if older_than is None:
+            older_than = options["older_than"]
+            kept_forever = retention.kept_for(status) is None
+            if kept_forever and (older_than is None or options["status"] == "all"):
+                # An age given for every status does not override "keep forever": name the status.
                 self.stdout.write(
-                    f"{label}: kept forever (DBJOBS_{retention.KEPT_BY[status]} is None); skipped."
+                    f"{label}: kept forever (DBJOBS_{retention.KEPT_BY[status]} is None); skipped"
+                    + (f" (--status {label} deletes them)." if older_than is not None else ".")
                 )
                 continue
+            if older_than is None:
+                older_than = retention.kept_for(status)
             count = retention.old_jobs(status, older_than, queues, using).count()
             age = f"older than {_age(older_than)}"
             if options["dry_run"] or not count:

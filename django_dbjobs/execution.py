@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import db, enqueuer_context, registry, timeouts, validation
+from . import db, enqueuer_context, registry, validation
 from .conf import settings
 from .context import running
 from .exceptions import MissingMigrations, UnknownJob
@@ -79,9 +79,8 @@ def _run(
             try:
                 send(job_started, job=job)
                 logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
-                timeout = registered.options.timeout or settings.DEFAULT_TIMEOUT
                 atomic = transaction.atomic(using=job._state.db) if savepoint else contextlib.nullcontext()
-                with timeouts.guard(job, timeout, registered.is_async), atomic:
+                with atomic:
                     result = registered.run(job)
             except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
                 failure = exc
@@ -95,11 +94,6 @@ def _run(
             on_success(job, result)
             return JobStatus.SUCCESSFUL
         return store_success(job, worker, result, outage)
-    return record_failure(job, worker, failure, registered, outage)
-
-
-def record_failure(job: Job, worker: str, failure: BaseException, registered, outage: Outage) -> str | None:
-    """Store a failed attempt: a retry after backoff, or the dead letters once attempts are spent."""
     error = error_record(failure, job, worker)
     if job.attempts >= job.max_attempts:
         return _dead_letter(job, worker, error, outage, failure)

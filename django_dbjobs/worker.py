@@ -12,7 +12,7 @@ import time
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from . import async_jobs, db, registry, stuck, timeouts, wakeup
+from . import async_jobs, db, registry, wakeup
 from .acks import SuccessBatch
 from .claiming import Claimer
 from .conf import settings
@@ -80,8 +80,6 @@ class Worker:
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
         self._pruner = Pruner(using)
-        #: 0, or the status run_jobs exits with (a stuck job under a supervisor: stuck.py).
-        self.exit_status = 0
         self._scheduler = Scheduler(self.id, using) if scheduler else None
         self._outage = Outage(using, on_error=self._database_error, forced=self._forced, wake=self._wake)
         self._acks = SuccessBatch(
@@ -135,12 +133,6 @@ class Worker:
             self._waiter.stop()
             wakeup.unsubscribe(self._wake)
             signals.uninstall()
-
-    def _job_stuck(self, armed) -> None:
-        """A job ran past its timeout and would not stop: record it; under a supervisor, exit."""
-        if stuck.record(armed, self.id) and stuck.supervised():
-            self.exit_status = stuck.EXIT_STATUS
-            self.stop()  # the other jobs finish within the grace; the process then ends
 
     def stop(self) -> None:
         """Ask the worker to stop claiming and finish; a second call stops at once."""
@@ -210,7 +202,6 @@ class Worker:
             if self._scheduler is not None:
                 self._scheduler.fire_if_due()
             self._pruner.prune_if_due()
-            timeouts.enforce(self._job_stuck)
             self._acks.flush()
             claimed = self.claimer.claim_free_slots()
             if claimed is None:
@@ -234,9 +225,6 @@ class Worker:
     def _wait_time(self) -> float:
         due = self._acks.due_in()
         wait = self.poll_interval if due is None else min(self.poll_interval, due)
-        deadline = timeouts.due_in()
-        if deadline is not None:
-            wait = min(wait, deadline + 0.01)
         return wait if self._scheduler is None else min(wait, self._scheduler.due_in())
 
     def _quota_reached(self) -> bool:

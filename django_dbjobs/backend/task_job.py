@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from . import DatabaseBackend
 
 #: Keys of the backend's OPTIONS, and of the extra @task() arguments (Django 6.1+).
-OPTIONS = ("max_attempts", "backoff", "timeout")
+OPTIONS = ("max_attempts", "backoff")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,8 +29,6 @@ class DatabaseTask(Task):
 
     max_attempts: int | None = None
     backoff: float | None = None
-    #: Seconds a run may take before it is interrupted (see the worker docs).
-    timeout: float | None = None
     #: A key (or a function of the task's arguments returning one): at most one READY or
     #: RUNNING run of this task per key; enqueueing another returns that run's result.
     unique_key: str | Callable[..., str] | None = None
@@ -44,9 +42,7 @@ class TaskJob(JobFunction):
         backoff = getattr(task, "backoff", None)
         if backoff is None:
             backoff = backend.options.get("backoff")
-        timeout = getattr(task, "timeout", None) or backend.options.get("timeout")
-        options = JobOptions(max_attempts=max_attempts, backoff=backoff, timeout=timeout)
-        super().__init__(task.func, task.module_path, options)
+        super().__init__(task.func, task.module_path, JobOptions(max_attempts=max_attempts, backoff=backoff))
         self.task = task
         self.backend = backend
 

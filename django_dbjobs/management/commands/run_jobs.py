@@ -1,12 +1,10 @@
 import logging
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
 from django_dbjobs import validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.progress import BurstProgress
-from django_dbjobs.supervisor import Supervisor, child_command
 from django_dbjobs.worker import Worker
 
 
@@ -66,12 +64,6 @@ class Command(BaseCommand):
             action="store_true",
             help="Do not fire cron schedules from this process (others still do).",
         )
-        parser.add_argument(
-            "--processes",
-            type=positive_int,
-            default=1,
-            help="Worker processes to run and supervise, each with --concurrency threads (default: 1).",
-        )
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def handle(self, *args, **options):
@@ -80,13 +72,6 @@ class Command(BaseCommand):
         try:
             for name in queues:
                 validation.queue(name)
-            if options["processes"] > 1:
-                status = Supervisor(child_command(sys.argv), options["processes"], options["burst"]).run()
-                if status:
-                    raise CommandError(
-                        "A worker process exited with an error; see the log above.", returncode=1
-                    )
-                return
             worker = Worker(
                 queues=queues,
                 concurrency=options["concurrency"],
@@ -103,10 +88,6 @@ class Command(BaseCommand):
                     worker.run()
             else:
                 worker.run()
-            if worker.exit_status:
-                raise CommandError(
-                    "The worker stopped after a job it could not interrupt.", returncode=worker.exit_status
-                )
         except (DbJobsError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
 

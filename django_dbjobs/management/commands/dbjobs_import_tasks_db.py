@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from django_dbjobs.exceptions import DbJobsError
-from django_dbjobs.management.commands.run_jobs import positive_int
+from django_dbjobs.management.options import add_queue_option, positive_int
 from django_dbjobs.tasks_db_import import DEFAULT_BATCH_SIZE, SOURCE_TABLE, import_tasks_db
 
 
@@ -29,14 +29,7 @@ class Command(BaseCommand):
             default=SOURCE_TABLE,
             help=f"The django-tasks-db table to move from (default: {SOURCE_TABLE}).",
         )
-        parser.add_argument(
-            "--queue",
-            action="append",
-            default=[],
-            dest="queues",
-            metavar="NAME",
-            help="Only move tasks of this queue; repeat for more (default: every queue).",
-        )
+        add_queue_option(parser, "Only move tasks of this queue; repeat for more (default: every queue).")
 
     def handle(self, *args, **options):
         try:

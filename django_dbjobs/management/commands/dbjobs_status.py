@@ -5,22 +5,9 @@ from django.db import DatabaseError, InterfaceError, router
 
 from django_dbjobs import validation
 from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.management.options import add_database_option, positive_int, seconds
 from django_dbjobs.models import Job
 from django_dbjobs.status import judge, read_status, table
-
-
-def seconds(value: str) -> float:
-    number = float(value)
-    if number < 0:
-        raise ValueError(value)
-    return number
-
-
-def count(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError(value)
-    return number
 
 
 class Command(BaseCommand):
@@ -42,7 +29,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--fail-if-failed",
-            type=count,
+            type=positive_int,
             metavar="N",
             help="Exit 1 if there are N or more failed jobs (dead letters) in the queues reported.",
         )
@@ -52,9 +39,7 @@ class Command(BaseCommand):
             help="Exit 1 if no worker (serving --queues, when given) has sent a heartbeat within "
             "DBJOBS_HEARTBEAT_TIMEOUT.",
         )
-        parser.add_argument(
-            "--database", default=None, help="Database alias (default: the one the router picks for jobs)."
-        )
+        add_database_option(parser)
 
     def handle(self, *args, **options):
         queues = [q.strip() for q in options["queues"].split(",") if q.strip()]

@@ -1,4 +1,3 @@
-import re
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -6,17 +5,8 @@ from django.db import router
 
 from django_dbjobs import retention, validation
 from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.management.options import add_database_option, add_queue_option, duration
 from django_dbjobs.models import Job, JobStatus
-
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def duration(value: str) -> float:
-    """Seconds from '3600', '90s', '30m', '12h', '7d' or '2w'."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value)
-    if not match:
-        raise ValueError(value)
-    return float(match[1]) * UNITS[match[2] or "s"]
 
 
 class Command(BaseCommand):
@@ -39,14 +29,7 @@ class Command(BaseCommand):
             default="all",
             help="Which finished jobs to delete (default: all).",
         )
-        parser.add_argument(
-            "--queue",
-            action="append",
-            default=[],
-            dest="queues",
-            metavar="NAME",
-            help="Only this queue's jobs; repeat for more (default: every queue).",
-        )
+        add_queue_option(parser, "Only this queue's jobs; repeat for more (default: every queue).")
         parser.add_argument(
             "--dry-run", action="store_true", help="Count what would be deleted; delete nothing."
         )
@@ -56,9 +39,7 @@ class Command(BaseCommand):
             default=retention.BATCH_SIZE,
             help=f"Rows per DELETE, each in its own transaction (default: {retention.BATCH_SIZE}).",
         )
-        parser.add_argument(
-            "--database", default=None, help="Database alias (default: the one the router picks for jobs)."
-        )
+        add_database_option(parser)
 
     def handle(self, *args, **options):
         try:

@@ -4,15 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from django_dbjobs import validation
 from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.management.options import positive_int
 from django_dbjobs.progress import BurstProgress
 from django_dbjobs.worker import Worker
-
-
-def positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError(value)
-    return number
 
 
 class Command(BaseCommand):

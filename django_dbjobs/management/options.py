@@ -1,0 +1,41 @@
+"""Option types and options the management commands share."""
+
+import re
+
+#: Units of a duration: 90s, 30m, 12h, 7d, 2w.
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(value)
+    return number
+
+
+def seconds(value: str) -> float:
+    """A number of seconds, 0 or more."""
+    number = float(value)
+    if number < 0:
+        raise ValueError(value)
+    return number
+
+
+def duration(value: str) -> float:
+    """Seconds from '3600', '90s', '30m', '12h', '7d' or '2w'."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value)
+    if not match:
+        raise ValueError(value)
+    return float(match[1]) * DURATION_UNITS[match[2] or "s"]
+
+
+def add_queue_option(parser, help_text: str) -> None:
+    """``--queue NAME``, repeatable, into options["queues"]."""
+    parser.add_argument("--queue", action="append", default=[], dest="queues", metavar="NAME", help=help_text)
+
+
+def add_database_option(parser) -> None:
+    """``--database ALIAS``; None means the alias the router picks for jobs."""
+    parser.add_argument(
+        "--database", default=None, help="Database alias (default: the one the router picks for jobs)."
+    )

@@ -194,3 +194,22 @@ def test_a_restore_hook_that_exits_or_returns_junk_charges_the_attempt(settings,
     job.refresh_from_db()
     assert (job.status, job.attempts) == (JobStatus.FAILED, 2)
     assert error in job.last_error and job.return_value is None
+
+
+def test_a_tasks_enqueuer_context_is_restored_too(hooks):
+    tasks = pytest.importorskip("tests.tasks")
+    if tasks.task is None:
+        pytest.skip("neither django.tasks nor the django-tasks backport is installed")
+    result = enqueue_in_a_request(tasks.environment.enqueue)
+    Worker(burst=True, concurrency=1, prefetch=0).run()
+    result.refresh()
+    assert result.return_value == {
+        "language": "fr",
+        "timezone": "Europe/Paris",
+        "data": {"request_id": "req-1"},
+        "request_id": "req-1",
+    }
+    assert context_hooks.restored == [
+        {"request_id": "req-1"},
+        {"request_id": "req-1"},
+    ]  # run, then its success

@@ -24,6 +24,8 @@ from .outage import close_broken_connections
 
 logger = logging.getLogger("django_dbjobs")
 
+#: The index batches are read on: finished jobs by status and finish time (models.Job).
+FINISHED_INDEX = "dbjobs_job_finished_idx"
 #: Rows deleted per statement: short row locks, and a statement any database takes.
 BATCH_SIZE = 1000
 #: Seconds between a worker's pruning rounds, and between rounds while it catches up.
@@ -68,7 +70,7 @@ def delete_batch(status: str, older_than: float, queues=None, using="default", b
         picked = old_jobs(status, older_than, queues, using).order_by("finished_at", "id")
         if db.can_skip_locked(using):
             picked = picked.select_for_update(skip_locked=True)
-        pks = list(picked.values_list("pk", flat=True)[:batch_size])
+        pks = db.pks_on_index(picked, FINISHED_INDEX, batch_size)
         if not pks:
             return 0
         # Fenced on the status and the age again: a dead letter retried (and failed again)

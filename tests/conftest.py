@@ -167,3 +167,31 @@ def server_answers():
         return True
     except Exception:
         return False
+
+
+def freeze(worker: WorkerProcess, attempts: int = 50) -> None:
+    """SIGSTOP `worker`, at a moment it holds no SQLite write lock.
+
+    A process frozen inside a write transaction keeps SQLite's one write lock, so no other
+    process can write until it thaws: nothing any queue can recover from, and not what
+    the freezing tests are about. On SQLite the worker is thawed and frozen again until it
+    stops outside a write (its writes take about a millisecond). Servers lock rows, not
+    the database: one SIGSTOP is enough there.
+    """
+    import sqlite3
+
+    for _ in range(attempts):
+        worker.signal(signal.SIGSTOP)
+        if connection.vendor != "sqlite":
+            return
+        probe = sqlite3.connect(str(connection.settings_dict["NAME"]), timeout=0.05, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:
+            worker.process.send_signal(signal.SIGCONT)
+            time.sleep(0.02)
+        finally:
+            probe.close()
+    raise AssertionError("the worker was inside a write every time it was frozen")

@@ -13,7 +13,7 @@ from django.db import connection, connections
 from django_dbjobs import bulk_enqueue, enqueue, prepare
 from django_dbjobs.models import Isolation, Job, JobStatus
 from tests import jobs
-from tests.conftest import restart_database, start_database, stop_database, wait_for
+from tests.conftest import freeze, restart_database, start_database, stop_database, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -188,7 +188,7 @@ def test_a_frozen_worker_drops_the_jobs_it_prefetched_instead_of_starting_them(r
     frozen_id = Job.objects.get(pk=long.pk).worker
     prefetched = Job.objects.filter(worker=frozen_id, status=JobStatus.RUNNING).exclude(pk=long.pk)
     assert prefetched.exists(), "the test needs prefetched jobs"
-    frozen.signal(signal.SIGSTOP)
+    freeze(frozen)
     rescuer = run_jobs("--concurrency", "2")
     assert wait_for(lambda: Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 321, 60), statuses()
     frozen.signal(signal.SIGCONT)

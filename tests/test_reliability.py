@@ -17,7 +17,7 @@ from django.db.models.functions import Now
 from django_dbjobs import bulk_enqueue, enqueue, prepare
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from tests import jobs
-from tests.conftest import restart_database, server_answers, wait_for
+from tests.conftest import freeze, restart_database, server_answers, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -55,7 +55,7 @@ def test_frozen_worker_wakes_to_find_its_outcome_dropped(run_jobs, record_file):
     # RUNNING is written by the claim; wait until the job's function has really begun, else
     # the woken worker rightly refuses to start a job whose lease it lost.
     assert wait_for(lambda: record_file.exists() and "started:x" in record_file.read_text(), 20)
-    frozen.signal(signal.SIGSTOP)
+    freeze(frozen)
     other = run_jobs()
     assert wait_for(
         lambda: Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exclude(worker=frozen_id).exists(),

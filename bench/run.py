@@ -44,8 +44,8 @@ def main() -> None:
     parser.add_argument("--json", help="Also write the results to this file.")
     parser.add_argument(
         "--only",
-        default="W1,W2,W2s,W3",
-        help="Comma list of the workloads to run (default: W1,W2,W2s,W3).",
+        default="W1,W2,W2s,W3,W4",
+        help="Comma list of the workloads to run (default: W1,W2,W2s,W3,W4; W5 on request).",
     )
     options = parser.parse_args()
     os.environ["BENCH_DATABASE_URL"] = options.database

@@ -94,6 +94,11 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
         results.update(w2s_all(runs, n2s))
     if "W3" in only:
         results.update(w3_all(runs, n3))
+    if "W4" in only:
+        results.update(w4_all(runs, max(int(400 * scale), 20)))
+    if "W5" in only:
+        # Enough jobs that starting 16 interpreters on 2 cores is not most of what is timed.
+        results.update(w5_all(runs, n2 * 10))
     return results
 
 
@@ -163,3 +168,39 @@ def w3_all(runs: int, n3: int) -> dict:
     results["W3 wake-up max"] = {**summarise([lat[-1] for lat in latencies]), "unit": "ms"}
     results["idle worker RSS"] = {**summarise(idle_rss), "unit": "MiB"}
     return results
+
+
+def w4_all(runs: int, n4: int) -> dict:
+    """CPU-bound jobs (about 5 ms of pure Python each): one process against two (--processes 2)."""
+    one = summarise(repeat(runs, lambda: drain(jobs.cpu_5ms, n4, CPU_ONE, [])))
+    two = summarise(repeat(runs, lambda: drain(jobs.cpu_5ms, n4, CPU_TWO, [])))
+    return {
+        "W4 5 ms CPU jobs, 1 process": one,
+        "W4 5 ms CPU jobs, --processes 2": {**two, "limit": one["median"]},
+    }
+
+
+CPU_ONE = {"processes": 1, "args": ["--concurrency", "1"], "env": {}}
+CPU_TWO = {"processes": 1, "args": ["--processes", "2", "--concurrency", "1"], "env": {}}
+
+
+def w5_all(runs: int, n5: int) -> dict:
+    """Many workers on one database: 16 worker processes against 2 (no-op jobs, fastest settings)."""
+    two = summarise(repeat(runs, lambda: drain(jobs.noop, n5, MANY_TWO, [])))
+    sixteen = summarise(repeat(runs, lambda: drain(jobs.noop, n5, MANY_SIXTEEN, [])))
+    return {
+        "W5 drain, 2 processes": two,
+        "W5 drain, 16 processes": {**sixteen, "limit": two["median"]},
+    }
+
+
+MANY_TWO = {
+    "processes": 1,
+    "args": ["--processes", "2", "--concurrency", "1"],
+    "env": {},
+}
+MANY_SIXTEEN = {
+    "processes": 1,
+    "args": ["--processes", "16", "--concurrency", "1"],
+    "env": {},
+}

@@ -37,6 +37,17 @@ def run(func: Callable, args, kwargs, key: object) -> Any:
     return async_to_sync(tracked)()
 
 
+def cancel(key: object) -> bool:
+    """Cancel the async job running under `key` (its timeout); False if it is not running."""
+    with _lock:
+        running = _running.get(key)
+    if running is None:
+        return False
+    loop, task = running
+    loop.call_soon_threadsafe(task.cancel)
+    return True
+
+
 def cancel_all() -> int:
     """Cancel every async job still running in this process; return how many."""
     with _lock:

@@ -170,6 +170,16 @@ def check_settings(app_configs=None, **kwargs):
         )
     errors.extend(schedule_errors())
     errors.extend(hook_errors())
+    default_timeout = settings.DEFAULT_TIMEOUT
+    if default_timeout is not None and not (_number(default_timeout) and default_timeout > 0):
+        errors.append(
+            checks.Error(
+                "DBJOBS_DEFAULT_TIMEOUT must be None or a number of seconds above 0, "
+                f"not {default_timeout!r}.",
+                hint="For example: DBJOBS_DEFAULT_TIMEOUT = 600; @job(timeout=...) sets one job's.",
+                id="dbjobs.E027",
+            )
+        )
     for name in ("KEEP_SUCCEEDED", "KEEP_FAILED"):
         value = getattr(settings, name)
         seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else value

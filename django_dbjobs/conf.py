@@ -61,6 +61,9 @@ DEFAULTS = {
     ],
     # Jobs whose arguments and return value the admin never shows.
     "ADMIN_MASKED_JOBS": [],
+    # Seconds a job may run before it is interrupted, for jobs without @job(timeout=...);
+    # None: no timeout.
+    "DEFAULT_TIMEOUT": None,
     # Finished jobs are deleted by workers once older than this (seconds or a timedelta;
     # None keeps them forever): successes after a week, dead letters after 30 days.
     "KEEP_SUCCEEDED": 7 * 86400,

@@ -43,3 +43,11 @@ class WorkerLost(DbJobsError):
 
 class InvalidSchedule(DbJobsError, ValueError):
     """A schedule's cron expression, timezone, job or options are invalid."""
+
+
+class JobTimeout(BaseException):
+    """Raised in a job that ran past its timeout (@job(timeout=...), DBJOBS_DEFAULT_TIMEOUT).
+
+    A BaseException, like KeyboardInterrupt, so that ``except Exception`` in a job does not
+    swallow it; the attempt is recorded as failed and retried or dead-lettered as usual.
+    """

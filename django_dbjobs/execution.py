@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 from collections.abc import Callable
@@ -11,7 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import db, enqueuer_context, registry, validation
+from . import db, enqueuer_context, registry, timeouts, validation
 from .conf import settings
 from .context import running
 from .exceptions import MissingMigrations, UnknownJob
@@ -74,16 +73,34 @@ def _run(
         _dropped(job, "RUNNING")
         return None
     failure: BaseException | None = restored
+    timeout = registered.options.timeout or settings.DEFAULT_TIMEOUT
+    armed = timeouts.Armed.for_job(job, timeout, registered.is_async) if timeout else None
+    returned = False
     if failure is None:
         with running(job):
             try:
                 send(job_started, job=job)
                 logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
-                atomic = transaction.atomic(using=job._state.db) if savepoint else contextlib.nullcontext()
-                with atomic:
-                    result = registered.run(job)
+                if armed is not None:
+                    timeouts.arm(armed)
+                try:
+                    if savepoint:
+                        with transaction.atomic(using=job._state.db):
+                            result = registered.run(job)
+                    else:
+                        result = registered.run(job)
+                    returned = True
+                finally:
+                    if armed is not None:
+                        timeouts.disarm(armed)
             except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
                 failure = exc
+        if armed is not None:
+            # Again: the one interruption may have landed on the way into the first disarm(),
+            # and has been delivered now, so this call cannot be interrupted.
+            timeouts.disarm(armed)
+            if armed.interrupted_at is not None:
+                failure = timeouts.outcome(armed, failure, returned)
     if failure is None:
         try:
             result = validation.return_value(result, db.rejects_nul(job._state.db))
@@ -94,10 +111,17 @@ def _run(
             on_success(job, result)
             return JobStatus.SUCCESSFUL
         return store_success(job, worker, result, outage)
+    return record_failure(job, worker, failure, registered, outage)
+
+
+def record_failure(
+    job: Job, worker: str, failure: BaseException, registered, outage: Outage, min_delay: float = 0.0
+) -> str | None:
+    """Store a failed attempt: a retry after backoff (at least `min_delay`), or the dead letters."""
     error = error_record(failure, job, worker)
     if job.attempts >= job.max_attempts:
         return _dead_letter(job, worker, error, outage, failure)
-    delay = RetryPolicy.for_job(registered.options.backoff).delay(job.attempts)
+    delay = max(RetryPolicy.for_job(registered.options.backoff).delay(job.attempts), min_delay)
     logger.warning(
         "Job will retry id=%s name=%s attempt=%s delay=%.1fs error=%s",
         job.pk,

@@ -38,6 +38,8 @@ class JobOptions:
     priority: int | None = None
     max_attempts: int | None = None
     backoff: float | None = None
+    #: Seconds a run may take before it is interrupted (timeouts.py); None: DBJOBS_DEFAULT_TIMEOUT.
+    timeout: float | None = None
 
 
 class JobFunction:
@@ -132,13 +134,20 @@ def job(
     priority: int | None = None,
     max_attempts: int | None = None,
     backoff: float | None = None,
+    timeout: float | None = None,
 ):
     """Register a module-level function as a job, with default enqueue options.
 
-    Use as ``@job`` or ``@job(queue="emails", max_attempts=5)``. The job's name is its
-    dotted path (``module.function``) unless ``name`` is given.
+    Use as ``@job`` or ``@job(queue="emails", max_attempts=5, timeout=60)``. The job's name
+    is its dotted path (``module.function``) unless ``name`` is given.
     """
-    options = JobOptions(queue=queue, priority=priority, max_attempts=max_attempts, backoff=backoff)
+    if timeout is not None and not (
+        isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0
+    ):
+        raise InvalidJob(f"timeout must be a number of seconds above 0, not {timeout!r}.")
+    options = JobOptions(
+        queue=queue, priority=priority, max_attempts=max_attempts, backoff=backoff, timeout=timeout
+    )
 
     def register(f: Callable) -> JobFunction:
         if isinstance(f, JobFunction):

@@ -12,9 +12,13 @@ Python handlers do the same job.
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
+
+logger = logging.getLogger("django_dbjobs")
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
@@ -54,10 +58,33 @@ class StopSignals:
         self._previous.clear()
 
     def _wait(self) -> None:
+        supervisor = _supervisor_pid()
         while not self._done:
-            signum = signal.sigwait(STOP_SIGNALS)
-            if not self._done:
-                self.on_signal(signum)
+            if supervisor is None or not hasattr(signal, "sigwaitinfo"):
+                signum, sender = signal.sigwait(STOP_SIGNALS), None
+            else:
+                info = signal.sigwaitinfo(STOP_SIGNALS)
+                signum, sender = info.si_signo, info.si_pid
+            if self._done:
+                return
+            if supervisor is not None and sender not in (None, supervisor, os.getpid()):
+                # A child of run_jobs --processes takes its stop signals from its supervisor
+                # only: systemd (KillMode=control-group) signals the whole group too, and a
+                # second signal would end the grace at once.
+                logger.info(
+                    "Ignoring %s from pid %s: this worker stops when its supervisor (pid %s) says so",
+                    signal.Signals(signum).name,
+                    sender,
+                    supervisor,
+                )
+                continue
+            self.on_signal(signum)
 
     def _handle(self, signum, frame) -> None:
         self.on_signal(signum)
+
+
+def _supervisor_pid() -> int | None:
+    from .supervisor import supervisor_pid
+
+    return supervisor_pid()

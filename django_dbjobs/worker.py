@@ -12,7 +12,7 @@ import time
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from . import async_jobs, db, registry, wakeup
+from . import async_jobs, db, registry, stuck, supervisor, timeouts, wakeup
 from .acks import SuccessBatch
 from .claiming import Claimer
 from .conf import settings
@@ -80,6 +80,9 @@ class Worker:
         self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
         self._pruner = Pruner(using)
+        #: 0, or the status run_jobs exits with (a stuck job: stuck.py).
+        self.exit_status = 0
+        self._parent = supervisor.supervisor_pid()  # a child of run_jobs --processes stops with it
         self._scheduler = Scheduler(self.id, using) if scheduler else None
         self._outage = Outage(using, on_error=self._database_error, forced=self._forced, wake=self._wake)
         self._acks = SuccessBatch(
@@ -95,9 +98,13 @@ class Worker:
     def run(self) -> None:
         """Work until stopped (signal, --burst drained, or --max-jobs reached)."""
         db.ensure_supported(self.using)
-        registry.autodiscover()
         signals = StopSignals(self._on_signal)
-        signals.install()  # before any thread starts: see stop_signals.py
+        signals.install()  # before any thread starts, a job module's included: see stop_signals.py
+        try:
+            registry.autodiscover()
+        except BaseException:
+            signals.uninstall()
+            raise
         wakeup.subscribe(self._wake)
         paused = self.claimer.paused
         self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
@@ -133,6 +140,19 @@ class Worker:
             self._waiter.stop()
             wakeup.unsubscribe(self._wake)
             signals.uninstall()
+
+    def _job_stuck(self, armed) -> None:
+        """A job ran past its timeout and would not stop: record it, then end this process (stuck.py)."""
+        try:
+            # Its retry waits until this process is gone, so the stuck call cannot overlap it.
+            # (the grace, then the process's own exit: heartbeat, listener, threads, its row)
+            margin = self.shutdown_grace + timeouts.STUCK_AFTER + 30
+            stuck.record(armed, self.id, self._outage, min_delay=margin)
+        except Exception:  # noqa: BLE001 - the worker stops all the same
+            logger.exception("Could not record the timeout of job id=%s", armed.job.pk)
+        self._held.remove([armed.job])  # its thread may never give it back
+        self.exit_status = stuck.EXIT_STATUS
+        self.stop()  # the other jobs finish within the grace; the process then exits
 
     def stop(self) -> None:
         """Ask the worker to stop claiming and finish; a second call stops at once."""
@@ -202,6 +222,12 @@ class Worker:
             if self._scheduler is not None:
                 self._scheduler.fire_if_due()
             self._pruner.prune_if_due()
+            timeouts.enforce(self._job_stuck)
+            if self._parent is not None and os.getppid() != self._parent and not self._stopping:
+                logger.warning("Worker's supervisor is gone id=%s: stopping", self.id)
+                self.stop()
+            if self._stopping:
+                continue
             self._acks.flush()
             claimed = self.claimer.claim_free_slots()
             if claimed is None:
@@ -225,6 +251,9 @@ class Worker:
     def _wait_time(self) -> float:
         due = self._acks.due_in()
         wait = self.poll_interval if due is None else min(self.poll_interval, due)
+        deadline = timeouts.due_in()
+        if deadline is not None:
+            wait = min(wait, deadline + 0.01)
         return wait if self._scheduler is None else min(wait, self._scheduler.due_in())
 
     def _quota_reached(self) -> bool:

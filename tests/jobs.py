@@ -270,6 +270,54 @@ def activates_german():
     enqueue(environment)
 
 
+@job(timeout=0.5, max_attempts=2)
+def spins_forever():
+    """Pure Python that does not return for 20 s: a timeout interrupts it at once."""
+    deadline = time.monotonic() + 20  # a bound, so a broken timeout fails the test, not hangs it
+    while time.monotonic() < deadline:
+        pass
+
+
+@job(timeout=0.5, max_attempts=1)
+def swallows_exceptions():
+    """`except Exception` everywhere: JobTimeout (a BaseException) still gets through."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            while time.monotonic() < deadline:
+                pass
+        except Exception:  # noqa: BLE001
+            pass
+
+
+@job
+def spin_for(seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+    return seconds
+
+
+@job(timeout=5)
+def quick_with_timeout(n):
+    return n
+
+
+@job(timeout=0.5, max_attempts=1)
+def sleeps_in_c(seconds, value):
+    """Blocked in C (time.sleep) past its timeout: only ending the process stops it."""
+    record(f"started:{value}")
+    time.sleep(seconds)
+    record(value)
+
+
+@job(timeout=0.5, max_attempts=1)
+async def async_sleeps_too_long():
+    import asyncio
+
+    await asyncio.sleep(30)
+
+
 @job(max_attempts=1)
 def violates_a_constraint():
     """A database error raised inside the job (a duplicate primary key)."""

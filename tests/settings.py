@@ -122,3 +122,15 @@ LANGUAGES = [("en", "English"), ("fr", "French"), ("de", "German")]
 if os.environ.get("DBJOBS_TEST_CONTEXT_HOOKS"):
     DBJOBS_CONTEXT_CAPTURE = "tests.context_hooks.capture"
     DBJOBS_CONTEXT_RESTORE = "tests.context_hooks.restore"
+
+# Supervisor tests (run_jobs --processes): children that die at start, and short restart pauses.
+if os.environ.get("DBJOBS_TEST_CHILD_CRASH") and os.environ.get("DBJOBS_SUPERVISOR_PID"):
+    raise SystemExit(3)
+if os.environ.get("DBJOBS_TEST_RESTART_PAUSE"):
+    import django_dbjobs.supervisor as _supervisor
+
+    _supervisor.RESTART_PAUSE = float(os.environ["DBJOBS_TEST_RESTART_PAUSE"])
+if os.environ.get("DBJOBS_TEST_STUCK_AFTER"):
+    import django_dbjobs.timeouts as _timeouts
+
+    _timeouts.STUCK_AFTER = float(os.environ["DBJOBS_TEST_STUCK_AFTER"])

@@ -96,6 +96,14 @@ if task is not None:
         def fails_twice_then_gives_up():
             raise ValueError("always")
 
+        @task(timeout=0.3, max_attempts=1)
+        def spins_past_its_timeout():
+            import time
+
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                pass
+
         @task(unique_key=lambda account_id: f"account-{account_id}")
         def sync_account(account_id):
             return account_id

@@ -274,6 +274,16 @@ def test_task_extra_arguments_max_attempts_and_unique_key():
     assert tasks.sync_account.enqueue(1).id != first.id  # finished: the key is free again
 
 
+@pytest.mark.skipif(not getattr(tasks, "EXTRA_ARGUMENTS", False), reason="@task(...) extras: Django 6.1+")
+def test_a_task_past_its_timeout_fails_with_a_timeout_error():
+    result = tasks.spins_past_its_timeout.enqueue()
+    drain()
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    assert result.errors[-1].exception_class_path == "django_dbjobs.exceptions.JobTimeout"
+    assert "timeout of 0.3s" in result.errors[-1].traceback
+
+
 def test_invalid_task_options_are_refused_at_definition():
     def module_level_like(x):
         return x
@@ -285,6 +295,8 @@ def test_invalid_task_options_are_refused_at_definition():
         DatabaseTask(func=module_level_like, backoff=-1)
     with pytest.raises(InvalidTask, match="unique_key"):
         DatabaseTask(func=module_level_like, unique_key=3)
+    with pytest.raises(InvalidTask, match="timeout"):
+        DatabaseTask(func=module_level_like, timeout=0)
 
 
 def test_a_task_not_found_at_its_module_path_is_refused():
@@ -326,6 +338,8 @@ def test_backend_check_reports_configuration_problems():
     )
     ids = sorted(error.id for error in backend.check())
     assert ids == ["dbjobs.E023", "dbjobs.E024", "dbjobs.E024"]
+    (timeout,) = DatabaseBackend("x", {"OPTIONS": {"timeout": -1}}).check()
+    assert timeout.id == "dbjobs.E024" and "timeout" in timeout.msg
     assert DatabaseBackend("default", {"OPTIONS": {"max_attempts": 2, "backoff": 1.5}}).check() == []
 
 

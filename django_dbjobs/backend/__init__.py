@@ -75,6 +75,9 @@ class DatabaseBackend(BaseTaskBackend):
             backoff = getattr(task, "backoff", None)
             if backoff is not None and not (isinstance(backoff, int | float) and backoff >= 0):
                 raise InvalidJob(f"backoff must be a number of seconds, 0 or more, not {backoff!r}.")
+            timeout = getattr(task, "timeout", None)
+            if timeout is not None and not (_positive_number(timeout)):
+                raise InvalidJob(f"timeout must be a number of seconds above 0, not {timeout!r}.")
             key = getattr(task, "unique_key", None)
             if key is not None and not (callable(key) or isinstance(key, str)):
                 raise InvalidJob(f"unique_key must be a string or a function, not {key!r}.")
@@ -176,6 +179,9 @@ class DatabaseBackend(BaseTaskBackend):
         backoff = self.options.get("backoff")
         if backoff is not None and not (isinstance(backoff, int | float) and backoff >= 0):
             errors.append(f"OPTIONS['backoff'] must be a number of seconds, 0 or more, not {backoff!r}")
+        timeout = self.options.get("timeout")
+        if timeout is not None and not _positive_number(timeout):
+            errors.append(f"OPTIONS['timeout'] must be a number of seconds above 0, not {timeout!r}")
         database = self.options.get("database")
         if database is not None and not isinstance(database, str):
             errors.append(f"OPTIONS['database'] must be a database alias, not {database!r}")
@@ -226,6 +232,10 @@ def _discoverable(module: str) -> bool:
             if module == prefix or module.startswith(prefix + "."):
                 return True
     return False
+
+
+def _positive_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 def _is_ours(path) -> bool:

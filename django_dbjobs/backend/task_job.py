@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from . import DatabaseBackend
 
 #: Keys of the backend's OPTIONS, and of the extra @task() arguments (Django 6.1+).
-OPTIONS = ("max_attempts", "backoff")
+OPTIONS = ("max_attempts", "backoff", "timeout")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,6 +29,8 @@ class DatabaseTask(Task):
 
     max_attempts: int | None = None
     backoff: float | None = None
+    #: Seconds a run may take before it is interrupted (see the worker docs).
+    timeout: float | None = None
     #: A key (or a function of the task's arguments returning one): at most one READY or
     #: RUNNING run of this task per key; enqueueing another returns that run's result.
     unique_key: str | Callable[..., str] | None = None
@@ -42,7 +44,9 @@ class TaskJob(JobFunction):
         backoff = getattr(task, "backoff", None)
         if backoff is None:
             backoff = backend.options.get("backoff")
-        super().__init__(task.func, task.module_path, JobOptions(max_attempts=max_attempts, backoff=backoff))
+        timeout = getattr(task, "timeout", None) or backend.options.get("timeout")
+        options = JobOptions(max_attempts=max_attempts, backoff=backoff, timeout=timeout)
+        super().__init__(task.func, task.module_path, options)
         self.task = task
         self.backend = backend
 

@@ -1,8 +1,10 @@
 import logging
+import os
+import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from django_dbjobs import validation
+from django_dbjobs import supervisor, validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.options import positive_int
 from django_dbjobs.progress import BurstProgress
@@ -58,6 +60,12 @@ class Command(BaseCommand):
             action="store_true",
             help="Do not fire cron schedules from this process (others still do).",
         )
+        parser.add_argument(
+            "--processes",
+            type=positive_int,
+            default=1,
+            help="Worker processes to run and supervise, each with --concurrency threads (default: 1).",
+        )
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def handle(self, *args, **options):
@@ -66,6 +74,8 @@ class Command(BaseCommand):
         try:
             for name in queues:
                 validation.queue(name)
+            if options["processes"] > 1:
+                return self._supervise(options)
             worker = Worker(
                 queues=queues,
                 concurrency=options["concurrency"],
@@ -77,13 +87,60 @@ class Command(BaseCommand):
                 using=options["database"],
                 scheduler=not options["no_scheduler"],
             )
-            if options["burst"] and self.stdout.isatty():
+            if options["burst"] and self.stdout.isatty() and not supervisor.supervised():  # one line, not N
                 with BurstProgress(self.stdout, queues, options["database"]):
                     worker.run()
             else:
                 worker.run()
+            if worker.exit_status:
+                self._exit_after_stuck_job(worker.exit_status)
         except (DbJobsError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
+
+    def execute(self, *args, **options):
+        supervisor.supervisor_pid()  # read (and hidden from job code) before anything runs
+        return super().execute(*args, **options)
+
+    def _exit_after_stuck_job(self, status: int) -> None:
+        message = "The worker stopped after a job it could not interrupt; exiting with status 3."
+        if not getattr(self, "_called_from_command_line", False):
+            raise CommandError(message, returncode=status)
+        self.stderr.write(message)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Not sys.exit(): Python would wait for the stuck call's thread (an async job's event
+        # loop is not a daemon thread) before exiting.
+        os._exit(status)
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.allow_abbrev = False  # "--proc 2" must not pass for --processes (supervisor.py)
+        return parser
+
+    def _supervise(self, options) -> None:
+        """Run `--processes` children, each this command with the same options but one process."""
+        if supervisor.supervised():
+            raise CommandError("run_jobs --processes cannot run under another run_jobs --processes.")
+        if os.name != "posix":
+            raise CommandError("run_jobs --processes needs POSIX signals and process groups (Linux, macOS).")
+        from django.conf import settings
+
+        if not settings.SETTINGS_MODULE:
+            raise CommandError("run_jobs --processes needs a settings module (DJANGO_SETTINGS_MODULE).")
+        arguments = ["--verbosity", str(options["verbosity"]), "--database", options["database"]]
+        for option in ("queues", "concurrency", "max_jobs", "poll_interval", "shutdown_grace", "prefetch"):
+            if options[option] not in (None, ""):
+                arguments += [f"--{option.replace('_', '-')}", str(options[option])]
+        arguments += ["--burst"] * options["burst"] + ["--no-scheduler"] * options["no_scheduler"]
+        status = supervisor.Supervisor(
+            supervisor.child_command(arguments),
+            options["processes"],
+            options["burst"],
+            env=supervisor.child_environment(),
+        ).run()
+        if status:
+            raise CommandError("A worker process exited with an error; see the log above.", returncode=1)
 
     def _show_logs(self, verbosity: int) -> None:
         """Print the worker's log lines unless the project configured the logger."""

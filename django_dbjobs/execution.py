@@ -84,6 +84,8 @@ def _run(
                 if armed is not None:
                     timeouts.arm(armed)
                 try:
+                    # Two plain calls, not a nullcontext(): its Python __exit__ would be one more
+                    # place for a timeout interruption to land after the job returned.
                     if savepoint:
                         with transaction.atomic(using=job._state.db):
                             result = registered.run(job)

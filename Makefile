@@ -1,4 +1,4 @@
-.PHONY: demo test lint docs bench-smoke screenshots package
+.PHONY: demo test lint docs bench-smoke bench-peers screenshots package
 
 # Run the example project's demo jobs on SQLite (no server needed).
 demo:
@@ -28,6 +28,11 @@ screenshots:
 # A tiny run of the benchmark on each database (servers that are not running are skipped).
 bench-smoke:
 	bash scripts/bench_smoke.sh
+
+# django-dbjobs next to pgqueuer, procrastinate and django-tasks-db on PostgreSQL, each peer
+# installed in its own virtualenv under .bench-venvs/ (never a dependency of the package).
+bench-peers:
+	bash scripts/bench_peers.sh --runs 5
 
 # Build the sdist and wheel, check them, and run a job from the installed wheel (SQLite).
 package:

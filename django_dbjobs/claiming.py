@@ -74,6 +74,9 @@ class Claimer:
             self.release(extra, quiet=True)
             jobs = [job for job in jobs if job not in extra]
         worker._threads.submit(jobs, epoch)
+        # Let a job thread take the interpreter now: otherwise it waits until this loop next
+        # blocks (its next claim), which adds a few tenths of a millisecond to a wake-up.
+        time.sleep(0)
         self.claimed += len(jobs)
         return len(jobs)
 

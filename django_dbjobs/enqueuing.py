@@ -226,20 +226,24 @@ def enqueue_many(
     )
     reject_nul = db.rejects_nul(using)
     registered = registry.resolve(job)
-    each = []
+    each, texts = [], []
     for index, item in enumerate(items):
         try:
-            args, kwargs = validation.payload(item, {}, reject_nul)
-            registered.check_arguments(args, kwargs)
+            args, text = validation.positional_payload(item, reject_nul)
+            registered.check_arguments(args, {})
         except InvalidJobArguments as exc:
             raise type(exc)(f"arguments[{index}]: {exc}") from None
-        each.append({"args": args, "kwargs": kwargs})
+        each.append({"args": args, "kwargs": {}})
+        texts.append(text)
     jobs = rows.build_many(common, each, using)
     if not jobs:
         return []
     with transaction.atomic(using=using):
         given = frozenset(common)  # args and kwargs included
-        inserts.insert(jobs, using, batch_size=batch_size, given=given, shared=given - {"args", "kwargs"})
+        # Every job's kwargs are {}: sent once. Each one's args go as the text validated.
+        inserts.insert(
+            jobs, using, batch_size=batch_size, given=given, shared=given - {"args"}, texts={"args": texts}
+        )
         _enqueued(jobs, using)
     return jobs
 

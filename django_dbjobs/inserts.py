@@ -5,7 +5,7 @@ every row anew; for a one-row INSERT that costs more than the database's own wor
 Here the SQL is made once per database, row count and shape of row: a column still
 at its default (status, attempts, the empty error list, ...) is written into the SQL
 as a literal, only the job's own values travel as parameters (values shared by every
-row once), PostgreSQL gets ``UNNEST`` arrays, and the columns the database fills in
+row once), PostgreSQL gets one array per column (``ROWS FROM``), and the columns the database fills in
 (``run_at``, ``enqueued_at``: the database clock) are read back with ``RETURNING`` for
 one row; for many, the clock is read once and sent as a value every row shares.
 """
@@ -34,6 +34,7 @@ def insert(
     signals: bool = False,
     given: frozenset | None = None,
     shared: frozenset = frozenset(),
+    texts: dict[str, list[str]] | None = None,
 ) -> None:
     """INSERT unsaved jobs in as few statements as the database allows; read back its defaults.
 
@@ -43,7 +44,8 @@ def insert(
     columns from an INSERT, goes through ``bulk_create()``. `given` says that every
     job was made by build() or build_many() from values for these fields, so no row
     needs checking for fields changed since; of those, the `shared` ones have the
-    same value in every job (sent once, not once per row).
+    same value in every job (sent once, not once per row). `texts` (with `given`) holds,
+    for JSON fields, each job's value already as JSON text, in the order of `instances`.
     """
     connection = connections[using]
     if signals and (pre_save.has_listeners(Job) or post_save.has_listeners(Job)):
@@ -67,8 +69,9 @@ def insert(
             size = batch_size
             if connection.features.max_query_params and plan.params:
                 size = max(1, min(size, connection.features.max_query_params // len(plan.params)))
+            ready = texts if given is not None else None
             for start in range(0, len(group), size):
-                _execute(connection, plan, group[start : start + size])
+                _execute(connection, plan, group[start : start + size], ready, start)
     for instance in instances:
         instance._state.adding = False
         instance._state.db = using
@@ -167,8 +170,18 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         elif kind == "s":  # a literal in every row, filled in per statement
             values.append(spec)
         elif unnest:
-            arrays.append(f"%s::{'text' if spec.is_json else field.db_type(connection)}[]")
-            values.append(f"c{len(arrays) - 1}" + ("::jsonb" if spec.is_json else ""))
+            # JSON and text columns travel as one JSON array each (made by the json module,
+            # in C), not as a PostgreSQL array (quoted element by element in Python).
+            name = f"c{len(arrays)}"
+            if spec.is_json:
+                arrays.append("jsonb_array_elements(%s::jsonb)")
+                values.append(f"NULLIF({name}, 'null'::jsonb)" if field.null else name)
+            elif spec.is_text:
+                arrays.append("jsonb_array_elements_text(%s::jsonb)")
+                values.append(name)
+            else:
+                arrays.append(f"UNNEST(%s::{field.db_type(connection)}[])")
+                values.append(name)
             params.append(spec)
         else:
             values.append(json_placeholder if spec.is_json else "%s")
@@ -180,7 +193,7 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
     head = f"INSERT INTO {table} ({', '.join(columns)}) "
     if unnest:
         names = ", ".join(f"c{n}" for n in range(len(arrays)))
-        head += f"SELECT {', '.join(values)} FROM UNNEST({', '.join(arrays)}) AS rows ({names})"
+        head += f"SELECT {', '.join(values)} FROM ROWS FROM ({', '.join(arrays)}) AS rows ({names})"
         plan = _Plan(head, [], tail, params, returning, unnest=True, shared=shared)
     else:
         row: list = ["("]
@@ -224,18 +237,32 @@ def _param(connection, spec: FieldSpec, value: Any) -> Any:
     return spec.field.get_db_prep_save(value, connection)
 
 
-def _execute(connection, plan: _Plan, chunk: list[Job]) -> None:
+def _column(connection, spec: FieldSpec, chunk: list[Job], texts: dict | None, start: int) -> Any:
+    """PostgreSQL: one column of a chunk as the parameter _plan() expects (see there)."""
+    if spec.is_json:
+        if texts and spec.attname in texts:
+            return f"[{','.join(texts[spec.attname][start : start + len(chunk)])}]"
+        return json.dumps([getattr(job, spec.attname) for job in chunk])
+    if spec.is_text:
+        values = [getattr(job, spec.attname) for job in chunk]
+        return json.dumps([v if type(v) in _PLAIN else _param(connection, spec, v) for v in values])
+    return [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
+
+
+def _execute(connection, plan: _Plan, chunk: list[Job], texts: dict | None = None, start: int = 0) -> None:
     first = chunk[0]
     if plan.unnest:
         params = [_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
-        params += [
-            [_param(connection, spec, getattr(job, spec.attname)) for job in chunk] for spec in plan.params
-        ]
+        params += [_column(connection, spec, chunk, texts, start) for spec in plan.params]
         sql = plan.head + plan.tail
     else:
-        params = [
-            _param(connection, spec, getattr(job, spec.attname)) for job in chunk for spec in plan.params
+        columns = [
+            texts[spec.attname][start : start + len(chunk)]
+            if texts and spec.attname in texts
+            else [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
+            for spec in plan.params
         ]
+        params = [value for row in zip(*columns, strict=True) for value in row]
         if len(plan.row) == 1:  # nothing shared written in: the row is fixed text
             row_sql = plan.row[0]
         else:

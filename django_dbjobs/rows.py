@@ -26,6 +26,8 @@ class FieldSpec:
     field: Any
     attname: str
     is_json: bool
+    #: A CharField or TextField: its values are str (or None).
+    is_text: bool
     # Fresh-value maker for defaults that differ each time or are mutable; else None.
     make: Any
     # The default, where it is the same every time ([] and {} included); else MISSING.
@@ -56,6 +58,7 @@ def field_specs() -> list[FieldSpec]:
                     field,
                     field.attname,
                     field.get_internal_type() == "JSONField",
+                    field.get_internal_type() in ("CharField", "TextField"),
                     make=make,
                     default=MISSING if made_anew or isinstance(sample, DatabaseDefault) else sample,
                     unset="p" if made_anew else "d" if isinstance(sample, DatabaseDefault) else "c",
@@ -94,25 +97,27 @@ def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -
     Every dict in `each` names the same fields.
     """
     template, fresh, position, names = _recipe(tuple(common) + tuple(each[0]) if each else tuple(common))
-    template = template.copy()
-    for name, value in common.items():
-        template[position[name]] = value
+    base = dict(zip(names, template, strict=True))
+    base.update(common)
+    made = [(names[index], make) for index, make in fresh]
     # Model.__init__ only sets each field's attribute (no field of Job has a data
-    # descriptor) between the init signals; without listeners, do just that.
+    # descriptor) between the init signals; without listeners, do just that: a copy of
+    # one prepared attribute dict per job.
     plain = not (pre_init.has_listeners(Job) or post_init.has_listeners(Job))
+    new = Job.__new__
     jobs = []
     for fields in each:
-        values = template.copy()
-        for index, make in fresh:
-            values[index] = make()
-        for name, value in fields.items():
-            values[position[name]] = value
+        values = base.copy()
+        for name, make in made:
+            values[name] = make()
+        values.update(fields)
         if plain:
-            instance = Job.__new__(Job)
-            instance.__dict__.update(zip(names, values, strict=True))
-            instance._state = ModelState()
+            instance = new(Job)
+            state = values["_state"] = ModelState()
+            instance.__dict__ = values
         else:
-            instance = Job(*values)
-        instance._state.db = using
+            instance = Job(*(values[name] for name in names))
+            state = instance._state
+        state.db = using
         jobs.append(instance)
     return jobs

@@ -124,3 +124,39 @@ def test_init_signal_listeners_still_see_every_job_made():
         post_init.disconnect(receiver, sender=Job)
     assert [job.args for job in seen[:3]] == [[1, 1], [2, 2], [3, 3]]
     assert seen[:2] == made and seen[2] is one
+
+
+@pytest.mark.django_db
+def test_enqueue_many_has_the_payload_limit_of_enqueue_and_stores_the_text_it_checked(settings):
+    # [["xx...x"],{}] as compact JSON: 9 bytes around the string.
+    settings.DBJOBS_MAX_PAYLOAD_BYTES = 110
+    fits, over = "é" * 16 + "x" * 5, "x" * 102  # é is 6 bytes of JSON (\u00e9): 96 + 5 + 9 = 110
+    enqueue(jobs.echo, fits)
+    (many,) = enqueue_many(jobs.echo, [(fits,)])
+    for call in (lambda: enqueue(jobs.echo, over), lambda: enqueue_many(jobs.echo, [(over,)])):
+        with pytest.raises(PayloadTooLarge, match="111 bytes"):
+            call()
+    assert Job.objects.get(pk=many.pk).args == [fits] == many.args
+    assert Job.objects.get(pk=many.pk).kwargs == {} == many.kwargs
+
+
+@pytest.mark.django_db
+def test_bulk_enqueue_stores_per_row_text_and_json_exactly_as_save_does():
+    awkward = ['quote " and \\ and , and {x}', "é \u2603 \n", ""]
+    made = [
+        prepare(jobs.echo, text, {"k": [text, None, 1.5]}, kwargs={"b": text}, queue=f"q-{n}")
+        for n, text in enumerate(awkward)
+    ]
+    made[1].return_value = {"kept": None}  # a nullable JSON column set on one row only
+    made[2].return_value = {"kept": "too"}
+    references = [
+        prepare(jobs.echo, text, {"k": [text, None, 1.5]}, kwargs={"b": text}, queue=f"q-{n}")
+        for n, text in enumerate(awkward)
+    ]
+    references[1].return_value, references[2].return_value = {"kept": None}, {"kept": "too"}
+    bulk_enqueue(made)
+    for reference in references:
+        reference.save(force_insert=True)
+    for job, reference in zip(made, references, strict=True):
+        assert stored(job) == stored(reference)
+    assert Job.objects.filter(return_value__isnull=True).count() == 2  # SQL NULL, not JSON null

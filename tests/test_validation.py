@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -42,3 +43,22 @@ def test_json_value_names_the_first_bad_place(value, where):
 
 def test_nul_is_allowed_where_the_database_stores_it():
     assert validation.json_value("a\x00", "x", reject_nul=False) == "a\x00"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("plain", "é ü \u2603", 'quote " back \\ slash', "\n\t\x01", "", 0, -7, 10**30, None),
+        (1.5, True, False),
+        ([1, "two"], {"k": [None]}),
+        (("tuple", 1),),
+    ],
+)
+def test_positional_payload_text_is_the_compact_json_of_the_clean_arguments(args):
+    from django_dbjobs import validation
+
+    clean, text = validation.positional_payload(args, reject_nul=False)
+    assert clean == validation.payload(args, {}, reject_nul=False)[0]
+    assert text == json.dumps(clean, separators=(",", ":"))
+    assert json.loads(text) == clean

@@ -15,9 +15,17 @@ from django.utils import timezone
 
 from ..exceptions import UnsupportedDatabase
 from .errors import ErrorKind, classify
-from .indexes import FailedJobsIndex, FinishedJobsIndex, PartialIndex, ReadyJobsIndex, UniqueKeyIndex
+from .indexes import (
+    ActiveKeyConstraint,
+    FailedJobsIndex,
+    FinishedJobsIndex,
+    PartialIndex,
+    ReadyJobsIndex,
+    UniqueKeyIndex,
+)
 
 __all__ = [
+    "ActiveKeyConstraint",
     "ErrorKind",
     "FailedJobsIndex",
     "FinishedJobsIndex",

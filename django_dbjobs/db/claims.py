@@ -14,6 +14,8 @@ import json
 from django.db import connections, models, transaction
 from django.utils import timezone
 
+from .rows_read import jobs_from_cursor
+
 NOW_SQL = {
     "postgresql": "STATEMENT_TIMESTAMP()",
     "mysql": "CURRENT_TIMESTAMP(6)",
@@ -135,9 +137,16 @@ def claim_sql(model, using: str, build, shape: tuple, values: dict, worker: str,
     connection = connections[using]
     if connection.vendor == "mysql":
         return claim_pick(build, shape, using, limit, values, what="*")
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
     pick, params = claim_pick(build, shape, using, limit, values)
-    return f"{claim_mark(model, using)} WHERE id IN ({pick}) RETURNING {columns}", [worker, worker, *params]
+    key = (model, using, pick)
+    sql = _claim_statements.get(key)
+    if sql is None:
+        columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
+        sql = _claim_statements[key] = f"{claim_mark(model, using)} WHERE id IN ({pick}) RETURNING {columns}"
+    return sql, [worker, worker, *params]
+
+
+_claim_statements: dict[tuple, str] = {}
 
 
 def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str, limit: int) -> list:
@@ -148,20 +157,21 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
     """
     connection = connections[using]
     sql, params = claim_sql(model, using, build, shape, values, worker, limit)
-    manager = model._base_manager.using(using)
     if connection.vendor != "mysql":
-        jobs = list(manager.raw(sql, params))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            jobs = jobs_from_cursor(model, using, cursor)
         jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
         return jobs
-    with transaction.atomic(using=using):
-        jobs = list(manager.raw(sql, params))
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        jobs = jobs_from_cursor(model, using, cursor)
         if jobs:
-            with connection.cursor() as cursor:
-                marks = ", ".join(["%s"] * len(jobs))
-                cursor.execute(
-                    f"{claim_mark(model, using)} WHERE id IN ({marks})",
-                    [worker, worker, *(j.pk for j in jobs)],
-                )
+            marks = ", ".join(["%s"] * len(jobs))
+            cursor.execute(
+                f"{claim_mark(model, using)} WHERE id IN ({marks})",
+                [worker, worker, *(j.pk for j in jobs)],
+            )
     # The UPDATE stamped the times by the database clock; these copies, read before it, get
     # the host's: close enough for what reads them in memory (TaskResult, signals).
     now = timezone.now()

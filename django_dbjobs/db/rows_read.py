@@ -1,0 +1,53 @@
+"""Reading Job rows a hand-written statement returned, without a RawQuerySet.
+
+``Model.objects.raw()`` works out, for every statement it runs, which columns map to
+which fields, the converters of each, and the order to pass them to the model: on a
+claim of one job that cost about a third of a millisecond, more than the database's
+own work before its commit. Here that is worked out once per database and column list.
+"""
+
+from __future__ import annotations
+
+from django.db import connections
+
+_plans: dict[tuple, tuple] = {}
+
+
+def jobs_from_cursor(model, using: str, cursor) -> list:
+    """The rows left in `cursor` (every concrete column of `model`, in any order) as instances."""
+    rows = cursor.fetchall()
+    if not rows:
+        return []
+    columns = tuple(column[0] for column in cursor.description)
+    plan = _plans.get((model, using, columns))
+    if plan is None:
+        plan = _plans[(model, using, columns)] = _plan(model, using, columns)
+    order, converters = plan
+    connection = connections[using]
+    instances = []
+    for row in rows:
+        values = [row[index] for index in order]
+        for position, field, functions in converters:
+            value = values[position]
+            for function in functions:
+                value = function(value, field.cached_col, connection)
+            values[position] = value
+        instances.append(model.from_db(using, None, values))
+    return instances
+
+
+def _plan(model, using: str, columns: tuple) -> tuple:
+    """For each concrete field in order, its column's index; and the converters to apply."""
+    connection = connections[using]
+    index = {name: n for n, name in enumerate(columns)}
+    fields = model._meta.concrete_fields
+    missing = [field.column for field in fields if field.column not in index]
+    if missing:
+        raise ValueError(f"The statement did not return the columns {', '.join(missing)}.")
+    order = [index[field.column] for field in fields]
+    converters = []
+    for position, field in enumerate(fields):
+        functions = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(connection)
+        if functions:
+            converters.append((position, field, functions))
+    return order, converters

@@ -249,9 +249,12 @@ def enqueue_many(
 
 
 def _enqueued(jobs: list[Job], using: str) -> None:
-    for instance in jobs:
-        job_enqueued.send(sender=Job, job=instance)
-        logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
+    receivers = job_enqueued.has_listeners(Job)
+    if receivers or logger.isEnabledFor(logging.DEBUG):  # else nothing to do per job
+        for instance in jobs:
+            if receivers:
+                job_enqueued.send(sender=Job, job=instance)
+            logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
     transaction.on_commit(wakeup.notify, using=using)
 
 

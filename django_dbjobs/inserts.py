@@ -63,8 +63,8 @@ def insert(
             shapes.setdefault(_shape(instance), []).append(instance)
     with transaction.mark_for_rollback_on_error(using):
         for shape, group in shapes.items():
-            if len(group) > 1 and "d" in shape:
-                shape = _clock_once(connection, shape, group)
+            if len(group) > 1 and "d" in shape and connection.vendor != "postgresql":
+                shape = _clock_once(connection, shape, group)  # PostgreSQL: see _plan()
             plan = _plan(using, shape, many=len(group) > 1)
             size = batch_size
             if connection.features.max_query_params and plan.params:
@@ -174,8 +174,9 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
             # in C), not as a PostgreSQL array (quoted element by element in Python).
             name = f"c{len(arrays)}"
             if spec.is_json:
+                # A None is SQL NULL, as save() writes it (refused by a NOT NULL column).
                 arrays.append("jsonb_array_elements(%s::jsonb)")
-                values.append(f"NULLIF({name}, 'null'::jsonb)" if field.null else name)
+                values.append(f"NULLIF({name}, 'null'::jsonb)")
             elif spec.is_text:
                 arrays.append("jsonb_array_elements_text(%s::jsonb)")
                 values.append(name)
@@ -194,6 +195,12 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
     if unnest:
         names = ", ".join(f"c{n}" for n in range(len(arrays)))
         head += f"SELECT {', '.join(values)} FROM ROWS FROM ({', '.join(arrays)}) AS rows ({names})"
+        if returning:
+            # The database clock of every row is its statement's: read it back once, not
+            # per row, and in the same round trip (a data-modifying WITH always completes).
+            cols = ", ".join(quote_name(field.column) for field, _c in returning)
+            head = f"WITH inserted AS ({head}"
+            tail = f"{tail}) SELECT {cols} FROM inserted LIMIT 1"
         plan = _Plan(head, [], tail, params, returning, unnest=True, shared=shared)
     else:
         row: list = ["("]
@@ -249,11 +256,22 @@ def _column(connection, spec: FieldSpec, chunk: list[Job], texts: dict | None, s
     return [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
 
 
+#: Largest JSON array text of one column in one statement: a jsonb value holds at most
+#: 256 MiB, and a chunk of jobs near DBJOBS_MAX_PAYLOAD_BYTES can exceed it.
+MAX_ARRAY_TEXT = 64 * 1024 * 1024
+
+
 def _execute(connection, plan: _Plan, chunk: list[Job], texts: dict | None = None, start: int = 0) -> None:
     first = chunk[0]
     if plan.unnest:
+        columns = [_column(connection, spec, chunk, texts, start) for spec in plan.params]
+        if len(chunk) > 1 and any(isinstance(c, str) and len(c) > MAX_ARRAY_TEXT for c in columns):
+            half = len(chunk) // 2
+            _execute(connection, plan, chunk[:half], texts, start)
+            _execute(connection, plan, chunk[half:], texts, start + half)
+            return
         params = [_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
-        params += [_column(connection, spec, chunk, texts, start) for spec in plan.params]
+        params += columns
         sql = plan.head + plan.tail
     else:
         columns = [
@@ -277,6 +295,8 @@ def _execute(connection, plan: _Plan, chunk: list[Job], texts: dict | None = Non
         if not plan.returning:
             return
         rows = cursor.fetchall()
+    if plan.unnest:  # the one clock of the statement (see _plan())
+        rows = rows * len(chunk)
     for instance, row in zip(chunk, rows, strict=True):
         for (field, converters), value in zip(plan.returning, row, strict=True):
             for converter in converters:

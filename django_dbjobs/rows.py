@@ -14,6 +14,7 @@ from django.db.models.base import ModelState
 from django.db.models.expressions import DatabaseDefault
 from django.db.models.signals import post_init, pre_init
 
+from .ids import new_id, new_ids
 from .models import Job
 
 MISSING = object()
@@ -100,6 +101,8 @@ def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -
     base = dict(zip(names, template, strict=True))
     base.update(common)
     made = [(names[index], make) for index, make in fresh]
+    if len(each) > 1:  # ids for all at once (new_ids()), handed out in order
+        made = [(name, iter(new_ids(len(each))).__next__ if make is new_id else make) for name, make in made]
     # Model.__init__ only sets each field's attribute (no field of Job has a data
     # descriptor) between the init signals; without listeners, do just that: a copy of
     # one prepared attribute dict per job.

@@ -14,10 +14,12 @@ declare -A PEERS=(
   [tasks-db]="django-tasks-db==0.13.0 Django==6.1.3 psycopg[binary]==3.3.9"
 )
 
-python=$(DBJOBS_PYTHON="python3.12 python3.13" pick_python)
+# The peers run on the interpreter django-dbjobs runs on (.venv's), for a like-for-like table.
+ensure_venv "postgres"
+python="$VENV/bin/python"
 for name in "${!PEERS[@]}"; do
   venv=.bench-venvs/$name
-  stamp="$venv/.installed-$(echo "${PEERS[$name]}" | tr ' =[]' '____')"
+  stamp="$venv/.installed-$($python -c 'import platform; print(platform.python_version())')-$(echo "${PEERS[$name]}" | tr ' =[]' '____')"
   if [ ! -f "$stamp" ]; then
     echo "Installing ${PEERS[$name]} into $venv"
     rm -rf "$venv"
@@ -28,5 +30,4 @@ for name in "${!PEERS[@]}"; do
 done
 [ "${1:-}" = "--venvs-only" ] && exit 0
 
-ensure_venv "postgres"
 exec "$VENV/bin/python" bench/peers/compare.py "$@"

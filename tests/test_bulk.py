@@ -4,7 +4,7 @@ import datetime
 import math
 
 import pytest
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from django_dbjobs import bulk_enqueue, enqueue, enqueue_many, prepare, wakeup
@@ -143,20 +143,51 @@ def test_enqueue_many_has_the_payload_limit_of_enqueue_and_stores_the_text_it_ch
 @pytest.mark.django_db
 def test_bulk_enqueue_stores_per_row_text_and_json_exactly_as_save_does():
     awkward = ['quote " and \\ and , and {x}', "é \u2603 \n", ""]
-    made = [
-        prepare(jobs.echo, text, {"k": [text, None, 1.5]}, kwargs={"b": text}, queue=f"q-{n}")
-        for n, text in enumerate(awkward)
-    ]
-    made[1].return_value = {"kept": None}  # a nullable JSON column set on one row only
-    made[2].return_value = {"kept": "too"}
-    references = [
-        prepare(jobs.echo, text, {"k": [text, None, 1.5]}, kwargs={"b": text}, queue=f"q-{n}")
-        for n, text in enumerate(awkward)
-    ]
-    references[1].return_value, references[2].return_value = {"kept": None}, {"kept": "too"}
+
+    def make(n, text):
+        job = prepare(jobs.echo, text, {"k": [text, None, 1.5]}, kwargs={"b": text}, queue=f"q-{n}")
+        job.last_error = text  # a text column with the awkward values, one per row
+        job.return_value = {"kept": [text, None]}  # a nullable JSON column set per row
+        return job
+
+    made = [make(n, text) for n, text in enumerate(awkward)]
+    references = [make(n, text) for n, text in enumerate(awkward)]
     bulk_enqueue(made)
     for reference in references:
         reference.save(force_insert=True)
     for job, reference in zip(made, references, strict=True):
         assert stored(job) == stored(reference)
-    assert Job.objects.filter(return_value__isnull=True).count() == 2  # SQL NULL, not JSON null
+        assert stored(job)["last_error"] == job.last_error
+
+
+@pytest.mark.django_db
+def test_bulk_enqueue_refuses_a_missing_json_value_as_save_does():
+    first, second = prepare(jobs.echo, 1), prepare(jobs.echo, 2)
+    first.args = second.args = None  # one shape: a multi-row INSERT with per-row args
+    first.kwargs = second.kwargs = {"x": 1}
+    with pytest.raises(IntegrityError), transaction.atomic():
+        bulk_enqueue([first, second])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        third = prepare(jobs.echo, 3)
+        third.args = None
+        third.save(force_insert=True)
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_enqueue_many_splits_a_statement_whose_column_text_would_be_too_large(monkeypatch):
+    from django_dbjobs import inserts
+
+    statements = []
+    monkeypatch.setattr(inserts, "MAX_ARRAY_TEXT", 40)  # a few jobs' arguments at most
+    with connection.execute_wrapper(
+        lambda execute, sql, *rest: statements.append(sql) or execute(sql, *rest)
+    ):
+        created = enqueue_many(jobs.echo, [(f"argument-{n:03}",) for n in range(25)])
+    assert [job.args for job in Job.objects.order_by("pk")] == [[f"argument-{n:03}"] for n in range(25)]
+    assert [job.args for job in created] == [[f"argument-{n:03}"] for n in range(25)]
+    inserts_run = [sql for sql in statements if "INSERT INTO" in sql]
+    if connection.vendor == "postgresql":
+        assert len(inserts_run) > 1, "split into several statements"
+    else:
+        assert len(inserts_run) == 1  # one multi-row INSERT: no JSON array there

@@ -27,3 +27,16 @@ def test_a_forked_child_never_repeats_its_parents_random_bits():
     parent = [new_id() for _ in range(50)]
     assert len(child) == 50
     assert not {c[19:] for c in child} & {p[19:] for p in parent}, "random parts repeated across a fork"
+
+
+def test_ids_made_in_a_batch_are_those_one_by_one_would_be():
+    from django_dbjobs.ids import new_ids
+
+    made = [new_id(), *new_ids(5000), new_id(), *new_ids(1), *new_ids(0), new_id()]
+    assert len(made) == 5004 and made == sorted(made) and len(set(made)) == len(made)
+    for value in map(uuid.UUID, made):
+        assert value.version == 7 and value.variant == uuid.RFC_4122
+    # Within a millisecond the 12 rand_a bits count on; rand_b stays random.
+    assert len({m[19:] for m in made}) == len(made)
+    millis = int(made[1].replace("-", "")[:12], 16)
+    assert abs(millis - __import__("time").time() * 1000) < 60_000

@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-os.environ["DJANGO_SETTINGS_MODULE"] = "dbjobs_settings"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dbjobs_settings")
 import django  # noqa: E402
 
 django.setup()

@@ -31,11 +31,18 @@ def _open() -> None:
         _opened = True
 
 
+_connection = None
+
+
 def _execute(sql: str):
+    """The harness's own queries, on one connection kept open (as the other adapters do)."""
+    global _connection
     import psycopg
 
-    with psycopg.connect(os.environ["BENCH_PEER_DSN"], autocommit=True) as connection:
-        return connection.execute(sql).fetchall() if sql.startswith("SELECT") else None
+    if _connection is None:
+        _connection = psycopg.connect(os.environ["BENCH_PEER_DSN"], autocommit=True)
+    cursor = _connection.execute(sql)
+    return cursor.fetchall() if sql.startswith("SELECT") else None
 
 
 def install() -> None:

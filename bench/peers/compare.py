@@ -24,9 +24,10 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-SYSTEMS = ["dbjobs", "pgqueuer", "procrastinate", "tasks-db"]
+SYSTEMS = ["dbjobs", "dbjobs-tasks", "pgqueuer", "procrastinate", "tasks-db"]
 TITLES = {
     "dbjobs": "django-dbjobs",
+    "dbjobs-tasks": "django-dbjobs (django.tasks)",
     "pgqueuer": "pgqueuer",
     "procrastinate": "procrastinate",
     "tasks-db": "django-tasks-db",
@@ -36,13 +37,13 @@ WORKLOADS = {
     "single": (2000, "single enqueue, one per transaction (jobs/s)"),
     "bulk": (5000, "bulk enqueue, chunks of 1,000 (jobs/s)"),
     "wakeup": (100, "wake-up latency of an idle worker, p50 / p95 (ms)"),
-    "drain": (10000, "drain of no-op jobs, 2 at a time (jobs/s)"),
-    "pss": (0, "worker memory while draining, PSS (MiB)"),
+    "drain": (10000, "drain of no-op jobs, 2 at a time (pgqueuer: its default) (jobs/s)"),
+    "pss": (0, "worker memory while draining, PSS of all its processes (MiB)"),
 }
 
 
 def python_of(system: str) -> Path:
-    if system == "dbjobs":
+    if system in ("dbjobs", "dbjobs-tasks"):
         return Path(sys.executable)
     return ROOT / ".bench-venvs" / system / "bin" / "python"
 
@@ -80,10 +81,10 @@ def main() -> None:
         for system in systems:
             database(options.server, system, create=False)
     table = summarise(samples)
-    print_table(table, systems, runs)
+    print_table(table, systems, runs, options.server)
     if options.json:
         Path(options.json).write_text(
-            json.dumps({"machine": machine(), "samples": samples, "table": table}, indent=2)
+            json.dumps({"machine": machine(options.server), "samples": samples, "table": table}, indent=2)
         )
 
 
@@ -125,8 +126,8 @@ def cell(row: dict, *keys: str) -> str:
     return " / ".join(f"{v:,.1f}" if v < 100 else f"{v:,.0f}" for v in values if v is not None)
 
 
-def print_table(table: dict, systems: list[str], runs: int) -> None:
-    print(f"\nOne run, medians of {runs}. {machine()}")
+def print_table(table: dict, systems: list[str], runs: int, server: str) -> None:
+    print(f"\nOne run, medians of {runs}. {machine(server)}")
     rows = [
         ("single", ["single.jobs_per_s"]),
         ("bulk", ["bulk.jobs_per_s"]),
@@ -147,8 +148,8 @@ def print_table(table: dict, systems: list[str], runs: int) -> None:
             print("  ".join("-" * width for width in widths))
 
 
-def machine() -> str:
-    with psycopg.connect("postgresql://root@127.0.0.1:5432/postgres") as connection:
+def machine(server: str) -> str:
+    with psycopg.connect(f"{server}/postgres") as connection:
         version = connection.execute("SHOW server_version").fetchone()[0]
     return f"{os.cpu_count()} cores, Python {platform.python_version()}, PostgreSQL {version}"
 

@@ -76,16 +76,16 @@ class Workers:
         return self.log.read_text()[-3000:] if self.log.exists() else ""
 
     def pss_mib(self) -> float:
-        """The largest proportional set size of one worker process, in MiB."""
-        largest = 0.0
+        """The proportional set size of the worker processes together, in MiB."""
+        total = 0.0
         for proc in self.procs:
             try:
                 for line in Path(f"/proc/{proc.pid}/smaps_rollup").read_text().splitlines():
                     if line.startswith("Pss:"):
-                        largest = max(largest, int(line.split()[1]) / 1024)
+                        total += int(line.split()[1]) / 1024
             except OSError:
                 pass
-        return largest
+        return total
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -152,7 +152,7 @@ def wakeup(adapter, count: int) -> dict:
 
 def drain(adapter, count: int, seconds: float) -> dict:
     """`count` no-op jobs waiting; workers started: jobs/s from the first finished to the last
-    (or to `seconds` later), and the largest PSS of a worker process meanwhile."""
+    (or to `seconds` later), and the largest PSS of the workers together meanwhile."""
     seconds_bulk = adapter.bulk(count, 1000)
     if seconds_bulk is None:  # no bulk API: one by one
         adapter.single(count)

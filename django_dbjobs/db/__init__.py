@@ -15,17 +15,9 @@ from django.utils import timezone
 
 from ..exceptions import UnsupportedDatabase
 from .errors import ErrorKind, classify
-from .indexes import (
-    ActiveKeyConstraint,
-    FailedJobsIndex,
-    FinishedJobsIndex,
-    PartialIndex,
-    ReadyJobsIndex,
-    UniqueKeyIndex,
-)
+from .indexes import FailedJobsIndex, FinishedJobsIndex, PartialIndex, ReadyJobsIndex, UniqueKeyIndex
 
 __all__ = [
-    "ActiveKeyConstraint",
     "ErrorKind",
     "FailedJobsIndex",
     "FinishedJobsIndex",

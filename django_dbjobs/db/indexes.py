@@ -70,39 +70,3 @@ class UniqueKeyIndex(PartialIndex):
     """Jobs by unique key (the admin's search); most jobs have none, and are left out."""
 
     where = Q(unique_key__isnull=False)
-
-
-class ActiveKeyConstraint(models.UniqueConstraint):
-    """One READY or RUNNING job per job name and ``active_key``, over the rows that have a key.
-
-    ``active_key`` is NULL for every job without a unique key and for every finished
-    job, which never conflict; where the database has partial indexes they are left out
-    of the index, so enqueueing, claiming and finishing them maintain one index less
-    (a third of a bulk INSERT's time on PostgreSQL). MySQL/MariaDB get the plain
-    constraint, whose NULLs do not conflict either.
-    """
-
-    where = Q(active_key__isnull=False)
-
-    def __init__(self, *args, where: Q | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        if where is not None:
-            self.where = where
-
-    def deconstruct(self):
-        path, args, kwargs = super().deconstruct()
-        return path, args, {**kwargs, "where": self.where}
-
-    def _for(self, schema_editor) -> models.UniqueConstraint:
-        if schema_editor.connection.features.supports_partial_indexes:
-            return models.UniqueConstraint(fields=self.fields, name=self.name, condition=self.where)
-        return models.UniqueConstraint(fields=self.fields, name=self.name)
-
-    def constraint_sql(self, model, schema_editor):
-        return self._for(schema_editor).constraint_sql(model, schema_editor)
-
-    def create_sql(self, model, schema_editor):
-        return self._for(schema_editor).create_sql(model, schema_editor)
-
-    def remove_sql(self, model, schema_editor):
-        return self._for(schema_editor).remove_sql(model, schema_editor)

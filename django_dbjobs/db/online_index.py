@@ -1,5 +1,4 @@
-"""AddIndexOnline and AddConstraintOnline: a migration's AddIndex or AddConstraint (of a
-unique index) that lets enqueues and claims go on meanwhile."""
+"""AddIndexOnline: a migration's AddIndex that lets enqueues and claims go on meanwhile."""
 
 from django.db import migrations
 
@@ -49,36 +48,6 @@ class AddIndexOnline(migrations.AddIndex):
             return
         online = connection.vendor == "postgresql" and not connection.in_atomic_block
         schema_editor.remove_index(model, self.index, **({"concurrently": True} if online else {}))
-
-
-class AddConstraintOnline(migrations.AddConstraint):
-    """Add a unique constraint that the database keeps as a unique index, as AddIndexOnline does.
-
-    PostgreSQL: ``CREATE UNIQUE INDEX CONCURRENTLY`` outside a transaction (an invalid
-    index left by an interrupted build is dropped and built again). Elsewhere, and inside
-    a transaction: Django's own AddConstraint. Everywhere, an index that already exists
-    (a migration interrupted after it) is kept.
-    """
-
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        model = to_state.apps.get_model(app_label, self.model_name)
-        connection = schema_editor.connection
-        if not self.allow_migrate_model(connection.alias, model):
-            return
-        table = model._meta.db_table
-        state = None if schema_editor.collect_sql else _index_state(connection, table, self.constraint.name)
-        if state == "valid":
-            return
-        if connection.vendor != "postgresql" or connection.in_atomic_block:
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-            return
-        quote = connection.ops.quote_name
-        if state == "invalid":
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {quote(self.constraint.name)}")
-        sql = str(self.constraint.create_sql(model, schema_editor))
-        if not sql.startswith("CREATE UNIQUE INDEX "):
-            raise AssertionError(f"Not a unique index: {sql}")
-        schema_editor.execute(sql.replace("CREATE UNIQUE INDEX ", "CREATE UNIQUE INDEX CONCURRENTLY ", 1))
 
 
 def _index_state(connection, table: str, name: str) -> str | None:

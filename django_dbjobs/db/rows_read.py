@@ -3,7 +3,7 @@
 ``Model.objects.raw()`` works out, for every statement it runs, which columns map to
 which fields, the converters of each, and the order to pass them to the model: on a
 claim of one job that cost about a third of a millisecond, more than the database's
-own work before its commit. Here that is worked out once per database and column list.
+own work before its commit. Here that is worked out once per connection and column list.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ def jobs_from_cursor(model, using: str, cursor) -> list:
     if not rows:
         return []
     columns = tuple(column[0] for column in cursor.description)
-    plan = _plans.get((model, using, columns))
-    if plan is None:
-        plan = _plans[(model, using, columns)] = _plan(model, using, columns)
-    order, converters = plan
+    # Per connection object: converters are bound to the connection they were made for.
     connection = connections[using]
+    key = (model, connection, columns)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _plan(model, connection, columns)
+    order, converters = plan
     instances = []
     for row in rows:
         values = [row[index] for index in order]
@@ -36,9 +38,8 @@ def jobs_from_cursor(model, using: str, cursor) -> list:
     return instances
 
 
-def _plan(model, using: str, columns: tuple) -> tuple:
+def _plan(model, connection, columns: tuple) -> tuple:
     """For each concrete field in order, its column's index; and the converters to apply."""
-    connection = connections[using]
     index = {name: n for n, name in enumerate(columns)}
     fields = model._meta.concrete_fields
     missing = [field.column for field in fields if field.column not in index]

@@ -55,9 +55,9 @@ class Job(models.Model):
         blank=True,
         help_text=_("At most one ready or running job per job name and key."),
     )
-    # unique_key while the job is READY or RUNNING, NULL once it finishes: a unique
-    # constraint then means "one active job per key" on every database, MySQL included,
-    # which has no partial unique indexes (elsewhere the NULLs are left out of the index).
+    # unique_key while the job is READY or RUNNING, NULL once it finishes: a plain
+    # unique constraint then means "one active job per key" on every database,
+    # MySQL included, which has no partial unique indexes.
     active_key = models.CharField(
         _("active unique key"), max_length=200, null=True, blank=True, editable=False
     )
@@ -106,7 +106,7 @@ class Job(models.Model):
             db.UniqueKeyIndex(fields=["unique_key"], name="dbjobs_job_unique_key_idx"),
         ]
         constraints = [
-            db.ActiveKeyConstraint(fields=["name", "active_key"], name="dbjobs_job_active_key_uniq"),
+            models.UniqueConstraint(fields=["name", "active_key"], name="dbjobs_job_one_active_per_key"),
             models.CheckConstraint(
                 condition=Q(priority__gte=MIN_PRIORITY, priority__lte=MAX_PRIORITY),
                 name="dbjobs_job_priority_range",

@@ -67,7 +67,7 @@ def insert(
                 shape = _clock_once(connection, shape, group)  # PostgreSQL: see _plan()
             plan = _plan(using, shape, many=len(group) > 1)
             size = batch_size
-            if connection.features.max_query_params and plan.params:
+            if connection.features.max_query_params and plan.params and not plan.json_rows:
                 size = max(1, min(size, connection.features.max_query_params // len(plan.params)))
             ready = texts if given is not None else None
             for start in range(0, len(group), size):
@@ -138,6 +138,10 @@ class _Plan:
     # VALUES lists. The values every row shares are scalar parameters before them.
     unnest: bool = False
     shared: list = ()  # with unnest: the fields sent once, as scalar parameters
+    # SQLite: ``INSERT ... SELECT ... FROM json_each(%s)``, every row's values in one JSON
+    # parameter, `row` the SELECT list: the statement stays short, so parsing it costs
+    # next to nothing, where a long VALUES list repeats each constant in every row.
+    json_rows: bool = False
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -149,6 +153,7 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         return plan
     connection = connections[using]
     unnest = many and connection.vendor == "postgresql"
+    json_rows = many and connection.vendor == "sqlite"
     quote_name = connection.ops.quote_name
     quote = connection.schema_editor().quote_value
     json_placeholder = db.JSON_PLACEHOLDER[connection.vendor]
@@ -184,6 +189,9 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
                 arrays.append(f"UNNEST(%s::{field.db_type(connection)}[])")
                 values.append(name)
             params.append(spec)
+        elif json_rows:  # a JSON field's value travels as its JSON text, a string
+            values.append(f"json_extract(value, '$[{len(params)}]')")
+            params.append(spec)
         else:
             values.append(json_placeholder if spec.is_json else "%s")
             params.append(spec)
@@ -202,6 +210,11 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
             head = f"WITH inserted AS ({head}"
             tail = f"{tail}) SELECT {cols} FROM inserted LIMIT 1"
         plan = _Plan(head, [], tail, params, returning, unnest=True, shared=shared)
+    elif json_rows:
+        select: list = []
+        for n, value in enumerate(values):
+            select += [", ", value] if n else [value]
+        plan = _Plan(head + "SELECT ", select, " FROM json_each(%s)" + tail, params, returning, json_rows=True)
     else:
         row: list = ["("]
         for n, value in enumerate(values):
@@ -256,8 +269,9 @@ def _column(connection, spec: FieldSpec, chunk: list[Job], texts: dict | None, s
     return [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
 
 
-#: Largest JSON array text of one column in one statement: a jsonb value holds at most
-#: 256 MiB, and a chunk of jobs near DBJOBS_MAX_PAYLOAD_BYTES can exceed it.
+#: Largest JSON array text of one statement's parameter: a PostgreSQL jsonb value holds at
+#: most 256 MiB, a SQLite string 1 GB, and a chunk of jobs near DBJOBS_MAX_PAYLOAD_BYTES
+#: can exceed either.
 MAX_ARRAY_TEXT = 64 * 1024 * 1024
 
 
@@ -280,7 +294,6 @@ def _execute(connection, plan: _Plan, chunk: list[Job], texts: dict | None = Non
             else [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
             for spec in plan.params
         ]
-        params = [value for row in zip(*columns, strict=True) for value in row]
         if len(plan.row) == 1:  # nothing shared written in: the row is fixed text
             row_sql = plan.row[0]
         else:
@@ -289,7 +302,18 @@ def _execute(connection, plan: _Plan, chunk: list[Job], texts: dict | None = Non
                 part if isinstance(part, str) else _shared_literal(connection, part, first, quote)
                 for part in plan.row
             )
-        sql = plan.head + ", ".join([row_sql] * len(chunk)) + plan.tail
+        if plan.json_rows:
+            text = json.dumps(list(zip(*columns, strict=True)))
+            if len(chunk) > 1 and len(text) > MAX_ARRAY_TEXT:
+                half = len(chunk) // 2
+                _execute(connection, plan, chunk[:half], texts, start)
+                _execute(connection, plan, chunk[half:], texts, start + half)
+                return
+            params = [text]
+            sql = plan.head + row_sql + plan.tail
+        else:
+            params = [value for row in zip(*columns, strict=True) for value in row]
+            sql = plan.head + ", ".join([row_sql] * len(chunk)) + plan.tail
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         if not plan.returning:

@@ -214,7 +214,8 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         select: list = []
         for n, value in enumerate(values):
             select += [", ", value] if n else [value]
-        plan = _Plan(head + "SELECT ", select, " FROM json_each(%s)" + tail, params, returning, json_rows=True)
+        tail = " FROM json_each(%s)" + tail
+        plan = _Plan(head + "SELECT ", select, tail, params, returning, json_rows=True)
     else:
         row: list = ["("]
         for n, value in enumerate(values):

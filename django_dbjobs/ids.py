@@ -39,7 +39,11 @@ def new_id() -> str:
 
 
 def new_ids(count: int) -> list[str]:
-    """`count` ids, as `count` calls of new_id() would make them, at about a third of the cost."""
+    """`count` ids, as `count` calls of new_id() would make them, at about half the cost.
+
+    A batch larger than the 4,096 a millisecond's counter holds runs the ids' clock ahead
+    (a millisecond per 4,096), as many new_id() calls in one millisecond do.
+    """
     global _last_millis, _sequence
     stamps = []
     with _lock:
@@ -66,9 +70,10 @@ _generation = 0
 
 
 def _forked() -> None:
-    global _generation, _last_millis
+    global _generation, _last_millis, _lock
     _generation += 1  # a child must never reuse its parent's unread random bytes
     _last_millis = 0
+    _lock = threading.Lock()  # another thread may have held it at the fork
 
 
 os.register_at_fork(after_in_child=_forked)

@@ -66,6 +66,8 @@ def insert(
             if len(group) > 1 and "d" in shape and connection.vendor != "postgresql":
                 shape = _clock_once(connection, shape, group)  # PostgreSQL: see _plan()
             plan = _plan(using, shape, many=len(group) > 1)
+            if plan.json_rows and not _json_safe(plan, group):
+                plan = _plan(using, shape, many=True, json_rows=False)
             size = batch_size
             if connection.features.max_query_params and plan.params and not plan.json_rows:
                 size = max(1, min(size, connection.features.max_query_params // len(plan.params)))
@@ -147,13 +149,13 @@ class _Plan:
 _plans: dict[tuple, _Plan] = {}
 
 
-def _plan(using: str, shape: tuple, many: bool) -> _Plan:
-    plan = _plans.get((using, shape, many))
+def _plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> _Plan:
+    plan = _plans.get((using, shape, many, json_rows))
     if plan is not None:
         return plan
     connection = connections[using]
     unnest = many and connection.vendor == "postgresql"
-    json_rows = many and connection.vendor == "sqlite"
+    json_rows = json_rows and many and connection.vendor == "sqlite"
     quote_name = connection.ops.quote_name
     quote = connection.schema_editor().quote_value
     json_placeholder = db.JSON_PLACEHOLDER[connection.vendor]
@@ -224,8 +226,36 @@ def _plan(using: str, shape: tuple, many: bool) -> _Plan:
         if all(isinstance(part, str) for part in row):
             row = ["".join(row)]
         plan = _Plan(head + "VALUES ", row, tail, params, returning)
-    _plans[(using, shape, many)] = plan
+    _plans[(using, shape, many, json_rows)] = plan
     return plan
+
+
+def _json_safe(plan: _Plan, group: list[Job]) -> bool:
+    """Whether SQLite's JSON functions give back every per-row value of `group` unchanged.
+
+    A JSON field's value travels as its JSON text, a plain string: always. A text value
+    with a NUL (SQLite before 3.45 cuts the string there) or a lone surrogate, or an
+    integer beyond 64 bits, does not: those rows go in as a VALUES list instead.
+    """
+    for spec in plan.params:
+        if spec.is_json:
+            continue
+        for job in group:
+            value = getattr(job, spec.attname)
+            if type(value) is str:
+                if "\x00" in value or (not value.isascii() and not _encodable(value)):
+                    return False
+            elif type(value) is int and not -(2**63) <= value < 2**63:
+                return False
+    return True
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _literal(spec: FieldSpec, quote) -> str:
@@ -266,14 +296,18 @@ def _column(connection, spec: FieldSpec, chunk: list[Job], texts: dict | None, s
         return json.dumps([getattr(job, spec.attname) for job in chunk])
     if spec.is_text:
         values = [getattr(job, spec.attname) for job in chunk]
-        return json.dumps([v if type(v) in _PLAIN else _param(connection, spec, v) for v in values])
+        # Characters as they are, not \u escapes: jsonb refuses those above U+007F when
+        # the server's encoding is not UTF8; the text itself goes through the client's.
+        return json.dumps(
+            [v if type(v) in _PLAIN else _param(connection, spec, v) for v in values], ensure_ascii=False
+        )
     return [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
 
 
 #: Largest JSON array text of one statement's parameter: a PostgreSQL jsonb value holds at
-#: most 256 MiB, a SQLite string 1 GB, and a chunk of jobs near DBJOBS_MAX_PAYLOAD_BYTES
-#: can exceed either.
-MAX_ARRAY_TEXT = 64 * 1024 * 1024
+#: most 256 MiB (of its binary form, larger than the text for small elements), a SQLite
+#: string 1 GB, and a chunk of jobs near DBJOBS_MAX_PAYLOAD_BYTES can exceed either.
+MAX_ARRAY_TEXT = 32 * 1024 * 1024
 
 
 def _execute(connection, plan: _Plan, chunk: list[Job], texts: dict | None = None, start: int = 0) -> None:

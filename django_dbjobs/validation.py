@@ -124,22 +124,27 @@ def payload(args: tuple, kwargs: dict, reject_nul: bool) -> tuple[list, dict]:
 def positional_payload(args: tuple | list, reject_nul: bool) -> tuple[list, str]:
     """payload() for positional arguments only: the clean list and its JSON text, made once.
 
-    The text is what is stored (enqueue_many() sends it as it is); the size checked is the
-    same as payload()'s: ``[args,{}]`` as compact JSON.
+    The text is what is stored (enqueue_many() sends it as it is), written as json.dumps()
+    writes it, as save() stores a JSONField; the size checked is payload()'s: ``[args,{}]``
+    as compact JSON.
     """
     if not args:
+        _check_size(7)  # [[],{}]
         return [], "[]"
     clean_args = [json_value(a, f"args[{i}]", reject_nul) for i, a in enumerate(args)]
-    text = _scalars_json(clean_args)
-    if text is None:
-        text = _COMPACT.encode(clean_args)
-    _check_size(len(text) + 5)  # ensure_ascii: one byte per character
+    parts = _scalars_json(clean_args)
+    if parts is None:
+        text, compact = json.dumps(clean_args), len(_COMPACT.encode(clean_args))
+    else:
+        text = f"[{', '.join(parts)}]"
+        compact = len(text) - (len(parts) - 1)  # ", " between items against ","
+    _check_size(compact + 5)  # ensure_ascii: one byte per character
     return clean_args, text
 
 
-def _scalars_json(values: list) -> str | None:
-    """Compact JSON of a list of strings, integers and None (the usual job arguments), as
-    json would write it, without making an encoder for each list; None for anything else."""
+def _scalars_json(values: list) -> list[str] | None:
+    """Each of a list of strings, integers and None (the usual job arguments) as JSON, as
+    the json module writes it, without making an encoder for each list; None for anything else."""
     parts = []
     for value in values:
         kind = type(value)
@@ -151,7 +156,7 @@ def _scalars_json(values: list) -> str | None:
             parts.append("null")
         else:
             return None
-    return f"[{','.join(parts)}]"
+    return parts
 
 
 #: json.dumps(..., separators=(",", ":")) makes a new encoder on every call; this is made once.

@@ -49,16 +49,26 @@ def test_nul_is_allowed_where_the_database_stores_it():
     "args",
     [
         (),
+        (1,),
         ("plain", "é ü \u2603", 'quote " back \\ slash', "\n\t\x01", "", 0, -7, 10**30, None),
         (1.5, True, False),
         ([1, "two"], {"k": [None]}),
         (("tuple", 1),),
     ],
 )
-def test_positional_payload_text_is_the_compact_json_of_the_clean_arguments(args):
+def test_positional_payload_text_is_what_save_stores_and_its_limit_is_payloads(args, settings):
     from django_dbjobs import validation
+    from django_dbjobs.exceptions import PayloadTooLarge
 
     clean, text = validation.positional_payload(args, reject_nul=False)
     assert clean == validation.payload(args, {}, reject_nul=False)[0]
-    assert text == json.dumps(clean, separators=(",", ":"))
+    assert text == json.dumps(clean)  # as a JSONField stores it: exact lookups match
     assert json.loads(text) == clean
+    size = len(json.dumps([clean, {}], separators=(",", ":")))
+    settings.DBJOBS_MAX_PAYLOAD_BYTES = size
+    validation.positional_payload(args, reject_nul=False)
+    validation.payload(args, {}, reject_nul=False)
+    settings.DBJOBS_MAX_PAYLOAD_BYTES = size - 1
+    for check in (validation.positional_payload, lambda a, reject_nul: validation.payload(a, {}, reject_nul)):
+        with pytest.raises(PayloadTooLarge):
+            check(args, reject_nul=False)

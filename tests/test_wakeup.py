@@ -6,7 +6,7 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from django_dbjobs import db, enqueue
+from django_dbjobs import bulk_enqueue, db, enqueue, enqueue_many, prepare
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from tests import jobs
 from tests.conftest import restart_database, wait_for
@@ -64,6 +64,24 @@ def test_notify_is_delivered_on_commit_and_never_on_rollback():
             enqueue(jobs.add, 1, 1)
             enqueue(jobs.add, 2, 2)
             assert listener.received(0.3) == 0, "notified before the commit"
+        assert listener.received(1.0) == 1
+    finally:
+        listener.close()
+
+
+@pytest.mark.skipif(not db.supports_listen(), reason="NOTIFY exists on PostgreSQL only")
+def test_bulk_inserts_notify_once_on_commit():
+    # enqueue_many() and bulk_enqueue() insert with INSERT ... SELECT inside a WITH: the
+    # statement's trigger must still send the NOTIFY, on commit only.
+    listener = Listening()
+    try:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            enqueue_many(jobs.add, [(1, 1), (2, 2)])
+            raise RuntimeError
+        assert listener.received(0.3) == 0, "a rolled-back enqueue_many() notified"
+        enqueue_many(jobs.add, [(1, 1), (2, 2), (3, 3)])
+        assert listener.received(1.0) == 1
+        bulk_enqueue([prepare(jobs.add, 4, 4), prepare(jobs.add, 5, 5)])
         assert listener.received(1.0) == 1
     finally:
         listener.close()

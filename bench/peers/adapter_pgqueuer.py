@@ -71,7 +71,8 @@ def pending() -> int:
 
 
 def worker_commands() -> list[list[str]]:
-    return [[sys.executable, __file__, "worker"]]
+    # Imported, not run as __main__: the worker's module is the one the tasks were defined in.
+    return [[sys.executable, "-c", "import adapter_pgqueuer; adapter_pgqueuer.run_worker()"]]
 
 
 @asynccontextmanager
@@ -96,7 +97,7 @@ async def _factory():
         await connection.close()
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["worker"]:
+def run_worker() -> None:
     import pgqueuer
 
     asyncio.run(pgqueuer.run(_factory))

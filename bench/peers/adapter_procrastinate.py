@@ -80,10 +80,11 @@ def pending() -> int:
 
 
 def worker_commands() -> list[list[str]]:
-    return [[sys.executable, __file__, "worker"]]
+    # Imported, not run as __main__: the worker's module is the one the tasks were defined in.
+    return [[sys.executable, "-c", "import adapter_procrastinate; adapter_procrastinate.run_worker()"]]
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["worker"]:
+def run_worker() -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)

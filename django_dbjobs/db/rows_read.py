@@ -8,9 +8,12 @@ own work before its commit. Here that is worked out once per connection and colu
 
 from __future__ import annotations
 
+import weakref
+
 from django.db import connections
 
-_plans: dict[tuple, tuple] = {}
+#: {connection: {(model, columns): plan}}; a connection's plans go with it.
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def jobs_from_cursor(model, using: str, cursor) -> list:
@@ -21,10 +24,12 @@ def jobs_from_cursor(model, using: str, cursor) -> list:
     columns = tuple(column[0] for column in cursor.description)
     # Per connection object: converters are bound to the connection they were made for.
     connection = connections[using]
-    key = (model, connection, columns)
-    plan = _plans.get(key)
+    plans = _plans.get(connection)
+    if plans is None:
+        plans = _plans[connection] = {}
+    plan = plans.get((model, columns))
     if plan is None:
-        plan = _plans[key] = _plan(model, connection, columns)
+        plan = plans[(model, columns)] = _plan(model, connection, columns)
     order, converters = plan
     instances = []
     for row in rows:

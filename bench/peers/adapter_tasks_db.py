@@ -4,14 +4,13 @@ and has no bulk enqueue)."""
 
 import os
 import sys
-import time
 
 os.environ["DJANGO_SETTINGS_MODULE"] = "tasks_db_settings"
 import django  # noqa: E402
 
 django.setup()
 
-import tasks_db_jobs  # noqa: E402
+import django_tasks_jobs  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
@@ -25,19 +24,14 @@ def reset() -> None:
         cursor.execute("TRUNCATE django_tasks_database_dbtaskresult")
 
 
-def single(count: int) -> float:
-    started = time.perf_counter()
-    for i in range(count):
-        tasks_db_jobs.noop.enqueue(str(i))
-    return time.perf_counter() - started
+single = django_tasks_jobs.single
 
 
 def bulk(count: int, chunk: int) -> None:
     return None  # no bulk API
 
 
-def enqueue_now(arg: str) -> None:
-    tasks_db_jobs.stamp.enqueue(arg)
+enqueue_now = django_tasks_jobs.enqueue_now
 
 
 def pending() -> int:

@@ -3,4 +3,4 @@
 from dbjobs_settings import *  # noqa: F403
 
 TASKS = {"default": {"BACKEND": "django_dbjobs.backend.DatabaseBackend"}}
-DBJOBS_JOB_MODULES = ["dbjobs_tasks"]
+DBJOBS_JOB_MODULES = ["django_tasks_jobs"]

@@ -28,8 +28,8 @@ class Plan:
     tail: str  # " RETURNING ..." or ""
     params: list  # the fields sent as a parameter for every row, in order
     returning: list  # (field, converters) of the columns read back
-    # PostgreSQL: ``INSERT ... SELECT FROM UNNEST(...)`` with one array parameter per
-    # column: a short statement whatever the row count, parsed far faster than long
+    # PostgreSQL: ``INSERT ... SELECT ... FROM ROWS FROM (...)`` with one array parameter
+    # per column: a short statement whatever the row count, parsed far faster than long
     # VALUES lists. The values every row shares are scalar parameters before them.
     unnest: bool = False
     shared: list = ()  # with unnest: the fields sent once, as scalar parameters
@@ -43,9 +43,12 @@ _plans: dict[tuple, Plan] = {}
 
 
 def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
-    plan = _plans.get((using, shape, many, json_rows))
-    if plan is not None:
-        return plan
+    """The statement for rows of this shape (see rows.field_specs()); `json_rows` False
+    asks SQLite for a VALUES list (json_safe())."""
+    key = (using, shape, many, json_rows)
+    found = _plans.get(key)
+    if found is not None:
+        return found
     connection = connections[using]
     unnest = many and connection.vendor == "postgresql"
     json_rows = json_rows and many and connection.vendor == "sqlite"
@@ -119,7 +122,7 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
         if all(isinstance(part, str) for part in row):
             row = ["".join(row)]
         plan = Plan(head + "VALUES ", row, tail, params, returning)
-    _plans[(using, shape, many, json_rows)] = plan
+    _plans[key] = plan
     return plan
 
 

@@ -203,3 +203,16 @@ def test_every_path_stores_arguments_that_exact_lookups_find():
     bulk_enqueue([prepare(jobs.echo, 1, "two"), prepare(jobs.echo, 1, "two", queue="other")])
     assert Job.objects.filter(args=[1, "two"]).count() == 6
     assert Job.objects.filter(args=[1, "two"], kwargs={}).count() == 6
+
+
+@pytest.mark.django_db
+def test_statements_are_worked_out_once():
+    from django_dbjobs import insert_sql
+
+    enqueue(jobs.echo, 1)
+    enqueue_many(jobs.echo, [(1,), (2,)])
+    known = dict(insert_sql._plans)
+    enqueue(jobs.echo, 2)
+    enqueue_many(jobs.echo, [(3,), (4,)])
+    assert insert_sql._plans == known
+    assert all(insert_sql._plans[key] is plan for key, plan in known.items())

@@ -170,14 +170,8 @@ def _execute(
 ) -> None:
     first = chunk[0]
     if plan.unnest:
-        columns = [_column(connection, spec, chunk, texts, start) for spec in plan.params]
-        if len(chunk) > 1 and any(isinstance(c, str) and len(c) > MAX_ARRAY_TEXT for c in columns):
-            half = len(chunk) // 2
-            _execute(connection, plan, chunk[:half], texts, start)
-            _execute(connection, plan, chunk[half:], texts, start + half)
-            return
         params = [_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
-        params += columns
+        params += [_column(connection, spec, chunk, texts, start) for spec in plan.params]
         sql = plan.head + plan.tail
     else:
         columns = [
@@ -195,17 +189,17 @@ def _execute(
                 for part in plan.row
             )
         if plan.json_rows:
-            text = json.dumps(list(zip(*columns, strict=True)))
-            if len(chunk) > 1 and len(text) > MAX_ARRAY_TEXT:
-                half = len(chunk) // 2
-                _execute(connection, plan, chunk[:half], texts, start)
-                _execute(connection, plan, chunk[half:], texts, start + half)
-                return
-            params = [text]
+            params = [json.dumps(list(zip(*columns, strict=True)))]
             sql = plan.head + row_sql + plan.tail
         else:
             params = [value for row in zip(*columns, strict=True) for value in row]
             sql = plan.head + ", ".join([row_sql] * len(chunk)) + plan.tail
+    if (plan.unnest or plan.json_rows) and len(chunk) > 1:
+        if any(isinstance(param, str) and len(param) > MAX_ARRAY_TEXT for param in params):
+            half = len(chunk) // 2  # one JSON text too large for the database: halve the chunk
+            _execute(connection, plan, chunk[:half], texts, start)
+            _execute(connection, plan, chunk[half:], texts, start + half)
+            return
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         if not plan.returning:

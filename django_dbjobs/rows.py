@@ -74,18 +74,19 @@ def build(fields: dict[str, Any], using: str) -> Job:
     return build_many(fields, [{}], using)[0]
 
 
-def _recipe(given: tuple[str, ...]) -> tuple[list, list, dict, list]:
-    """For jobs given these fields: the defaults template, the fresh-value makers of the
-    fields not given, each field's position, and the field names in order."""
+def _recipe(given: tuple[str, ...]) -> tuple[dict, list, list]:
+    """For jobs given these fields: every field at its default, the fresh-value makers of
+    the fields not given, and the field names in order."""
     recipe = _recipes.get(given)
     if recipe is None:
-        template, fresh, position = [], [], {}
-        for index, spec in enumerate(field_specs()):
-            position[spec.attname] = index
-            if spec.attname not in given and spec.make is not None:
-                fresh.append((index, spec.make))
-            template.append(spec.default)
-        recipe = _recipes[given] = (template, fresh, position, [spec.attname for spec in field_specs()])
+        names = [spec.attname for spec in field_specs()]
+        defaults = {spec.attname: spec.default for spec in field_specs()}
+        fresh = [
+            (spec.attname, spec.make)
+            for spec in field_specs()
+            if spec.attname not in given and spec.make is not None
+        ]
+        recipe = _recipes[given] = (defaults, fresh, names)
     return recipe
 
 
@@ -97,10 +98,8 @@ def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -
 
     Every dict in `each` names the same fields.
     """
-    template, fresh, position, names = _recipe(tuple(common) + tuple(each[0]) if each else tuple(common))
-    base = dict(zip(names, template, strict=True))
-    base.update(common)
-    made = [(names[index], make) for index, make in fresh]
+    defaults, made, names = _recipe(tuple(common) + tuple(each[0]) if each else tuple(common))
+    base = {**defaults, **common}
     if len(each) > 1:  # ids for all at once (new_ids()), handed out in order
         made = [(name, iter(new_ids(len(each))).__next__ if make is new_id else make) for name, make in made]
     # Model.__init__ only sets each field's attribute (no field of Job has a data

@@ -102,3 +102,52 @@ def test_claim_query_locks_with_skip_locked():
     with CaptureQueriesContext(connection) as queries:
         claim()
     assert any("SKIP LOCKED" in q["sql"].upper() for q in queries.captured_queries)
+
+
+def synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="synchronous_commit is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_postgresql_claim_in_autocommit_commits_without_waiting_for_the_flush_and_only_itself():
+    first, second = enqueue(jobs.add, 1, 1), enqueue(jobs.add, 2, 2)
+    statements = []
+
+    def capture(execute, sql, params, many, context):
+        statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    assert connection.get_autocommit()
+    with connection.execute_wrapper(capture):
+        assert [j.pk for j in Job.objects.claim("w1", 1)] == [first.pk]
+    assert synchronous_commit() == "on"  # set for the claim's own transaction only
+    (sql, params), *_ = statements
+    assert sql.startswith("UPDATE") and "set_config('synchronous_commit', 'off', true)" in sql
+    # That statement's transaction commits asynchronously; the setting ends with it.
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            assert [row[0] for row in cursor.fetchall()] == [second.pk]
+        assert synchronous_commit() == "off"
+    assert synchronous_commit() == "on"
+    assert Job.objects.get(pk=second.pk).status == JobStatus.RUNNING
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="synchronous_commit is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_postgresql_claim_inside_a_callers_transaction_leaves_its_commit_durable():
+    enqueue(jobs.add, 1, 1)
+    statements = []
+
+    def capture(execute, sql, params, many, context):
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with transaction.atomic():
+        with connection.execute_wrapper(capture):
+            assert len(Job.objects.claim("w1", 1)) == 1
+        assert synchronous_commit() == "on"
+    assert statements and not any("synchronous_commit" in sql for sql in statements)

@@ -8,7 +8,13 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from django_dbjobs import db
-from django_dbjobs.db.online_index import INDEX_ONLY_MIGRATIONS, AddIndexOnline, _index_state
+from django_dbjobs.db.online_index import (
+    INDEX_ONLY_MIGRATIONS,
+    AddIndexOnline,
+    DropIdPatternIndex,
+    RemoveIndexOnline,
+    _index_state,
+)
 from django_dbjobs.models import Job
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,8 +40,9 @@ def test_index_only_migrations_hold_nothing_but_online_indexes():
     for name in INDEX_ONLY_MIGRATIONS:
         migration = loader.get_migration("django_dbjobs", name)
         assert migration.atomic is False
-        assert migration.operations and all(isinstance(op, AddIndexOnline) for op in migration.operations)
-    assert "django_dbjobs.0007_admin_indexes" not in db.pending_migrations()
+        kinds = (AddIndexOnline, RemoveIndexOnline, DropIdPatternIndex)
+        assert migration.operations and all(isinstance(op, kinds) for op in migration.operations)
+    assert not {f"django_dbjobs.{name}" for name in INDEX_ONLY_MIGRATIONS} & set(db.pending_migrations())
 
 
 def test_a_rerun_keeps_existing_indexes_and_builds_missing_ones():
@@ -65,3 +72,88 @@ def test_postgresql_builds_concurrently_and_replaces_an_interrupted_build():
     with connection.schema_editor(atomic=False) as editor:
         first.database_forwards("django_dbjobs", editor, before, after)
     assert _index_state(connection, TABLE, first.index.name) == "valid"
+
+
+LEAN = ("django_dbjobs", "0009_leaner_job_indexes")
+
+
+def job_indexes() -> dict:
+    with connection.cursor() as cursor:
+        return connection.introspection.get_constraints(cursor, TABLE)
+
+
+def id_pattern_indexes() -> list[str]:
+    """PostgreSQL: the job table's varchar_pattern_ops indexes (Django's LIKE index on the id)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
+            [TABLE, "%varchar_pattern_ops%"],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def assert_lean_indexes():
+    indexes = job_indexes()
+    assert "dbjobs_job_worker_idx" not in indexes
+    running = indexes["dbjobs_job_running_idx"]["columns"]
+    assert running == (["worker"] if connection.features.supports_partial_indexes else ["status", "worker"])
+    if connection.vendor == "postgresql":
+        assert id_pattern_indexes() == []
+
+
+def test_new_jobs_write_no_running_index_entry_and_no_like_index():
+    assert_lean_indexes()
+
+
+def test_0009_goes_back_to_the_old_indexes_and_forward_again_twice():
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate([("django_dbjobs", "0008_enqueuer_context")])
+        indexes = job_indexes()
+        assert "dbjobs_job_running_idx" not in indexes
+        assert indexes["dbjobs_job_worker_idx"]["columns"] == ["status", "worker"]
+        if connection.vendor == "postgresql":
+            assert len(id_pattern_indexes()) == 1
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate([LEAN])
+    assert_lean_indexes()
+    # Applied again over what it made (a migration interrupted after its work): no error.
+    loader = MigrationExecutor(connection).loader
+    before = loader.project_state(("django_dbjobs", "0008_enqueuer_context"))
+    after = loader.project_state(LEAN)
+    with connection.schema_editor(atomic=False) as editor:
+        state = before
+        for operation in loader.get_migration(*LEAN).operations:
+            following = state.clone()
+            operation.state_forwards("django_dbjobs", following)
+            operation.database_forwards("django_dbjobs", editor, state, following)
+            state = following
+    job = ("django_dbjobs", "job")
+    assert state.models[job].options["indexes"] == after.models[job].options["indexes"]
+    assert_lean_indexes()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="CONCURRENTLY is PostgreSQL's")
+def test_postgresql_changes_the_indexes_of_0009_concurrently():
+    out = io.StringIO()
+    call_command("sqlmigrate", *LEAN, stdout=out)
+    sql = out.getvalue()
+    assert sql.count("CREATE INDEX CONCURRENTLY") == 1
+    assert sql.count("DROP INDEX CONCURRENTLY IF EXISTS") == 2
+    assert '"django_dbjobs_job_id_' in sql and '_like"' in sql
+
+
+def test_a_workers_running_jobs_are_found_on_the_running_index():
+    vendor = connection.vendor
+    sql, params = Job.objects.owned_by("w1").values_list("pk").query.sql_with_params()
+    with connection.cursor() as cursor:
+        if vendor == "postgresql":
+            cursor.execute("SET enable_seqscan = off")
+        try:
+            cursor.execute(("EXPLAIN QUERY PLAN " if vendor == "sqlite" else "EXPLAIN ") + sql, params)
+            plan = str(cursor.fetchall())
+        finally:
+            if vendor == "postgresql":
+                cursor.execute("RESET enable_seqscan")
+    assert "dbjobs_job_running_idx" in plan

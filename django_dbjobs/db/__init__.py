@@ -15,7 +15,14 @@ from django.utils import timezone
 
 from ..exceptions import UnsupportedDatabase
 from .errors import ErrorKind, classify
-from .indexes import FailedJobsIndex, FinishedJobsIndex, PartialIndex, ReadyJobsIndex, UniqueKeyIndex
+from .indexes import (
+    FailedJobsIndex,
+    FinishedJobsIndex,
+    PartialIndex,
+    ReadyJobsIndex,
+    RunningJobsIndex,
+    UniqueKeyIndex,
+)
 
 __all__ = [
     "ErrorKind",
@@ -23,6 +30,7 @@ __all__ = [
     "FinishedJobsIndex",
     "PartialIndex",
     "ReadyJobsIndex",
+    "RunningJobsIndex",
     "UniqueKeyIndex",
     "error_kind",
 ]

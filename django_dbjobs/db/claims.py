@@ -148,6 +148,30 @@ def claim_sql(model, using: str, build, shape: tuple, values: dict, worker: str,
 
 _claim_statements: dict[tuple, str] = {}
 
+#: Added to the claim's WHERE on PostgreSQL: its commit does not wait for the WAL flush.
+ASYNC_COMMIT = " AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL"
+
+
+def _without_flush(sql: str) -> str:
+    """PostgreSQL: the claim (one statement, its own transaction) committed asynchronously.
+
+    Waiting for the commit's WAL flush was most of an idle worker's wake-up (about 1 ms
+    of 2.5 here) and a disk flush per claim. The rows are marked as soon as the
+    statement ends; only a crash of the database server itself in the next few hundred
+    milliseconds (3 x wal_writer_delay) can lose the mark, which puts the job back as
+    READY with its attempt uncounted. The job's outcome is written by a normal commit,
+    whose flush covers the claim before it; a job whose claim was lost runs again, as
+    after any lost worker. ``set_config(..., true)`` lasts only for this transaction,
+    and is only added when autocommit makes the claim its own transaction.
+    """
+    fast = _async_claims.get(sql)
+    if fast is None:
+        fast = _async_claims[sql] = sql.replace(" RETURNING ", ASYNC_COMMIT + " RETURNING ", 1)
+    return fast
+
+
+_async_claims: dict[str, str] = {}
+
 
 def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str, limit: int) -> list:
     """Lock up to `limit` due jobs in claim order, mark them RUNNING for `worker`, return them.
@@ -157,6 +181,8 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
     """
     connection = connections[using]
     sql, params = claim_sql(model, using, build, shape, values, worker, limit)
+    if connection.vendor == "postgresql" and connection.get_autocommit():
+        sql = _without_flush(sql)
     if connection.vendor != "mysql":
         with connection.cursor() as cursor:
             cursor.execute(sql, params)

@@ -48,6 +48,17 @@ class ReadyJobsIndex(PartialIndex):
     lead = ("status",)
 
 
+class RunningJobsIndex(PartialIndex):
+    """Running jobs by worker: a worker's own jobs, the sweep's lost ones, the Workers page.
+
+    Partial, so a new job (READY) or a finished one adds no entry: every INSERT and
+    every completion maintains one index fewer than a plain (status, worker) index.
+    """
+
+    where = Q(status="RUNNING")
+    lead = ("status",)
+
+
 class FailedJobsIndex(PartialIndex):
     """The dead letters by queue, newest first, and their count per queue (index-only)."""
 

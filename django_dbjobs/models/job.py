@@ -100,7 +100,7 @@ class Job(models.Model):
         ordering = list(CLAIM_ORDER)
         indexes = [
             db.ReadyJobsIndex(fields=list(CLAIM_ORDER), name="dbjobs_job_claim_idx"),
-            models.Index(fields=["status", "worker"], name="dbjobs_job_worker_idx"),
+            db.RunningJobsIndex(fields=["worker"], name="dbjobs_job_running_idx"),
             db.FinishedJobsIndex(fields=["status", "finished_at", "id"], name="dbjobs_job_finished_idx"),
             db.FailedJobsIndex(fields=["queue", "finished_at", "id"], name="dbjobs_job_failed_queue_idx"),
             db.UniqueKeyIndex(fields=["unique_key"], name="dbjobs_job_unique_key_idx"),

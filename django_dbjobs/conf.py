@@ -82,6 +82,7 @@ class Settings:
 
     def __init__(self):
         self._values: dict = {}
+        self._derived: list = []
 
     def __getattr__(self, name: str):
         # Only called for names not set on the instance: the settings themselves.
@@ -97,6 +98,13 @@ class Settings:
     def reload(self) -> None:
         """Forget the values read so far; the next use reads Django's settings again."""
         self._values.clear()
+        for forget in self._derived:
+            forget()
+
+    def on_reload(self, forget) -> None:
+        """Have `forget()` called whenever the settings are read again: it drops what was
+        worked out from them."""
+        self._derived.append(forget)
 
 
 settings = Settings()

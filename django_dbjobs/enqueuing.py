@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, router, transaction
+from django.db import DatabaseError, connections, router, transaction
 
-from . import db, enqueuer_context, inserts, registry, rows, validation, wakeup
+from . import db, enqueuer_context, insert_one, inserts, registry, rows, validation, wakeup
 from .conf import settings
 from .exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from .models import Job
@@ -71,21 +71,19 @@ def job_fields(
     goes with the job; a scheduler's jobs have no enqueuer.
     """
     registered = registry.resolve(job)
-    defaults = registered.options
     using = using or router.db_for_write(Job)
     reject_nul = db.rejects_nul(using)
     clean_args, clean_kwargs = validation.payload(args, kwargs or {}, reject_nul)
     if check_signature:
         registered.check_arguments(clean_args, clean_kwargs)
+    queue, priority, max_attempts = _options(registered, queue, priority, max_attempts)
     fields = {
         "name": registered.name,
         "args": clean_args,
         "kwargs": clean_kwargs,
-        "queue": validation.queue(_first(queue, defaults.queue, settings.DEFAULT_QUEUE)),
-        "priority": validation.priority(_first(priority, defaults.priority, settings.DEFAULT_PRIORITY)),
-        "max_attempts": validation.max_attempts(
-            _first(max_attempts, defaults.max_attempts, settings.DEFAULT_MAX_ATTEMPTS)
-        ),
+        "queue": queue,
+        "priority": priority,
+        "max_attempts": max_attempts,
     }
     if unique_key is not None:
         fields["unique_key"] = fields["active_key"] = validation.unique_key(unique_key, reject_nul)
@@ -97,6 +95,35 @@ def job_fields(
         if context is not None:
             fields["context"] = context
     return fields, using
+
+
+def _options(registered: JobFunction, queue: Any, priority: Any, max_attempts: Any) -> tuple[str, int, int]:
+    """The job's queue, priority and maximum attempts: as given, else the job's own, else the
+    settings'; validated (InvalidJob). Kept per combination, types included (True is not 1)."""
+    key = (registered, queue, type(queue), priority, type(priority), max_attempts, type(max_attempts))
+    try:
+        found = _validated_options.get(key)
+    except TypeError:  # an unhashable value, and so an invalid one: refused below
+        found, key = None, None
+    if found is None:
+        defaults = registered.options
+        found = (
+            validation.queue(_first(queue, defaults.queue, settings.DEFAULT_QUEUE)),
+            validation.priority(_first(priority, defaults.priority, settings.DEFAULT_PRIORITY)),
+            validation.max_attempts(
+                _first(max_attempts, defaults.max_attempts, settings.DEFAULT_MAX_ATTEMPTS)
+            ),
+        )
+        if key is not None:
+            if len(_validated_options) >= 1024:
+                _validated_options.clear()
+            _validated_options[key] = found
+    return found
+
+
+#: _options()'s results; read again when the settings change (override_settings).
+_validated_options: dict[tuple, tuple[str, int, int]] = {}
+settings.on_reload(_validated_options.clear)
 
 
 def enqueue(
@@ -142,7 +169,9 @@ def store(instance: Job, fields: dict[str, Any], using: str, quiet: bool = False
         if not created:
             return instance, False
     else:
-        inserts.insert([instance], using, signals=not quiet, given=frozenset(fields))
+        given = frozenset(fields)
+        if not insert_one.insert(instance, given, using):
+            inserts.insert([instance], using, signals=not quiet, given=given)
     if quiet:
         transaction.on_commit(wakeup.notify, using=using)
     else:
@@ -249,13 +278,13 @@ def enqueue_many(
 
 
 def _enqueued(jobs: list[Job], using: str) -> None:
-    receivers = job_enqueued.has_listeners(Job)
+    receivers = bool(job_enqueued.receivers) and job_enqueued.has_listeners(Job)
     if receivers or logger.isEnabledFor(logging.DEBUG):  # else nothing to do per job
         for instance in jobs:
             if receivers:
                 job_enqueued.send(sender=Job, job=instance)
             logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
-    transaction.on_commit(wakeup.notify, using=using)
+    connections[using].on_commit(wakeup.notify)  # transaction.on_commit(), one lookup fewer
 
 
 def _refuse_unknown_options(function: str, args: tuple, unknown: dict[str, Any]) -> None:

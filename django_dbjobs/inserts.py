@@ -47,7 +47,7 @@ def insert(
     for JSON fields, each job's value already as JSON text, in the order of `instances`.
     """
     connection = connections[using]
-    if signals and (pre_save.has_listeners(Job) or post_save.has_listeners(Job)):
+    if signals and save_receivers():
         for instance in instances:
             instance.save(using=using, force_insert=True)
         return
@@ -76,6 +76,14 @@ def insert(
     for instance in instances:
         instance._state.adding = False
         instance._state.db = using
+
+
+def save_receivers() -> bool:
+    """Whether Job's save signals have receivers (then a job from enqueue() is saved by save())."""
+    return bool(
+        (pre_save.receivers and pre_save.has_listeners(Job))
+        or (post_save.receivers and post_save.has_listeners(Job))
+    )
 
 
 def _clock_once(connection, shape: tuple, group: list[Job]) -> tuple:
@@ -125,9 +133,9 @@ def _made_shape(given: frozenset, shared: frozenset) -> tuple:
 _made_shapes: dict[tuple, tuple] = {}
 
 
-def _shared_literal(connection, spec: FieldSpec, job: Job, quote) -> str:
+def shared_literal(connection, spec: FieldSpec, job: Job, quote) -> str:
     """A value every row shares, as SQL text (a validated name, number or time)."""
-    value = _param(connection, spec, getattr(job, spec.attname))
+    value = db_param(connection, spec, getattr(job, spec.attname))
     if value is None:
         return "NULL"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -135,7 +143,7 @@ def _shared_literal(connection, spec: FieldSpec, job: Job, quote) -> str:
     return str(quote(str(value))).replace("%", "%%")
 
 
-def _param(connection, spec: FieldSpec, value: Any) -> Any:
+def db_param(connection, spec: FieldSpec, value: Any) -> Any:
     if spec.is_json:
         return None if value is None else json.dumps(value)
     if type(value) in _PLAIN:
@@ -154,9 +162,9 @@ def _column(connection, spec: FieldSpec, chunk: list[Job], texts: dict | None, s
         # Characters as they are, not \u escapes: jsonb refuses those above U+007F when
         # the server's encoding is not UTF8; the text itself goes through the client's.
         return json.dumps(
-            [v if type(v) in _PLAIN else _param(connection, spec, v) for v in values], ensure_ascii=False
+            [v if type(v) in _PLAIN else db_param(connection, spec, v) for v in values], ensure_ascii=False
         )
-    return [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
+    return [db_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
 
 
 #: Largest JSON array text of one statement's parameter: a PostgreSQL jsonb value holds at
@@ -170,14 +178,14 @@ def _execute(
 ) -> None:
     first = chunk[0]
     if plan.unnest:
-        params = [_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
+        params = [db_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
         params += [_column(connection, spec, chunk, texts, start) for spec in plan.params]
         sql = plan.head + plan.tail
     else:
         columns = [
             texts[spec.attname][start : start + len(chunk)]
             if texts and spec.attname in texts
-            else [_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
+            else [db_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
             for spec in plan.params
         ]
         if len(plan.row) == 1:  # nothing shared written in: the row is fixed text
@@ -185,7 +193,7 @@ def _execute(
         else:
             quote = connection.schema_editor().quote_value
             row_sql = "".join(
-                part if isinstance(part, str) else _shared_literal(connection, part, first, quote)
+                part if isinstance(part, str) else shared_literal(connection, part, first, quote)
                 for part in plan.row
             )
         if plan.json_rows:

@@ -1,0 +1,190 @@
+"""enqueue()'s one-row INSERT (insert_one.py, db/libpq.py): the same row as the usual path, and
+every Django feature around a query kept."""
+
+import datetime
+import threading
+
+import pytest
+from django.db import DataError, OperationalError, connection, connections, transaction
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from django_dbjobs import enqueue, insert_one
+from django_dbjobs.db import libpq
+from django_dbjobs.exceptions import InvalidJob
+from django_dbjobs.models import Job
+from tests import jobs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+COMPARED = [f.attname for f in Job._meta.concrete_fields if f.attname not in ("id", "run_at", "enqueued_at")]
+
+
+def stored(job: Job) -> dict:
+    return Job.objects.filter(pk=job.pk).values(*COMPARED).get()
+
+
+def inserted_directly(calls: list) -> None:
+    """Record each insert_one.insert() that ran the INSERT itself (True) or handed it back."""
+    real = insert_one.insert
+
+    def spy(*args):
+        done = real(*args)
+        calls.append(done)
+        return done
+
+    return spy
+
+
+@pytest.fixture
+def direct(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(insert_one, "insert", inserted_directly(calls))
+    return calls
+
+
+@pytest.mark.parametrize(
+    "args, options",
+    [
+        ((1, 2), {}),
+        (("héllo ✓ 'quoted' %s %%", None, 3), {"kwargs": {"k": [1, {"x": "y"}]}}),
+        ((), {"queue": "emails", "priority": -7, "max_attempts": 9, "delay": 30}),
+        (("a",), {"run_at": datetime.datetime(2031, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone.utc)}),
+    ],
+    ids=["plain", "odd-text-and-kwargs", "options", "run_at"],
+)
+def test_the_row_is_the_one_the_usual_path_stores(direct, args, options):
+    fast = enqueue(jobs.echo, *args, **options)
+    with connection.execute_wrapper(lambda execute, *a: execute(*a)):  # the usual path
+        usual = enqueue(jobs.echo, *args, **options)
+    assert direct == [True, False]
+    assert stored(fast) == stored(usual)
+    again = Job.objects.get(pk=fast.pk)
+    assert (fast.run_at, fast.enqueued_at) == (again.run_at, again.enqueued_at)
+    assert fast.args == again.args and fast.kwargs == again.kwargs
+    assert not fast._state.adding and fast._state.db == "default"
+    if "run_at" in options:
+        assert again.run_at == options["run_at"]
+
+
+def test_statements_are_made_once_per_kind_of_job(direct):
+    insert_one._statements.clear()
+    for n in range(3):
+        enqueue(jobs.add, n, n)
+    enqueue(jobs.send_email, "a@example.com")
+    assert direct == [True] * 4
+    assert len(insert_one._statements) == 2
+
+
+def test_logged_queries_and_execute_wrappers_see_the_insert(direct):
+    with CaptureQueriesContext(connection) as captured:
+        enqueue(jobs.add, 1, 2)
+    assert direct == [False]
+    assert [q["sql"] for q in captured.captured_queries if "INSERT" in q["sql"]]
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        enqueue(jobs.add, 3, 4)
+    assert direct == [False, False]
+    assert any(sql.startswith("INSERT") for sql in seen)
+
+
+def test_inside_atomic_the_job_commits_and_rolls_back_with_the_transaction(direct):
+    with transaction.atomic():
+        Job.objects.exists()  # the transaction has begun: the INSERT joins it
+        kept = enqueue(jobs.add, 1, 1)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        Job.objects.exists()
+        lost = enqueue(jobs.add, 2, 2)
+        raise RuntimeError
+    with transaction.atomic():
+        first = enqueue(jobs.add, 3, 3)  # the first statement of its transaction
+    assert all(direct)
+    assert set(Job.objects.values_list("pk", flat=True)) == {kept.pk, first.pk}
+    assert not Job.objects.filter(pk=lost.pk).exists()
+
+
+def test_a_failed_insert_raises_djangos_error_and_marks_the_transaction_for_rollback():
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite waits for its write lock instead (busy timeout)")
+    holder = connections.create_connection("default")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_lock():
+        with holder.cursor() as cursor:
+            holder.set_autocommit(False)
+            table = connection.ops.quote_name(Job._meta.db_table)
+            if connection.vendor == "postgresql":
+                cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+            else:
+                cursor.execute(f"LOCK TABLES {table} WRITE")
+            locked.set()
+            release.wait(10)
+            holder.rollback() if connection.vendor == "postgresql" else cursor.execute("UNLOCK TABLES")
+        holder.close()
+
+    thread = threading.Thread(target=hold_lock)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                if connection.vendor == "postgresql":
+                    cursor.execute("SET LOCAL lock_timeout = '50ms'")
+                else:
+                    cursor.execute("SET SESSION lock_wait_timeout = 1")
+            with pytest.raises(OperationalError):
+                enqueue(jobs.add, 1, 2)
+            assert connection.needs_rollback
+    finally:
+        release.set()
+        thread.join(10)
+        if connection.vendor == "mysql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET SESSION lock_wait_timeout = DEFAULT")
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq is PostgreSQL's")
+def test_libpq_errors_become_djangos_and_the_connection_stays_usable():
+    connection.ensure_connection()
+    statement, count = libpq.query("SELECT %s::varchar(3), '%%'")
+    assert (statement, count) == (b"SELECT $1::varchar(3), '%'", 1)
+    with connection.wrap_database_errors:
+        assert libpq.run(connection, statement, ["abc"]) == ("abc", "%")
+    with pytest.raises(DataError), connection.wrap_database_errors:
+        libpq.run(connection, b"INSERT INTO django_dbjobs_job (id) VALUES ($1) RETURNING id", ["x" * 40])
+    assert Job.objects.count() == 0
+    with connection.wrap_database_errors:  # a datetime goes through psycopg's adapters
+        when = datetime.datetime(2030, 5, 6, 7, 8, 9, 10, tzinfo=datetime.timezone.utc)
+        assert libpq.run(connection, b"SELECT $1::timestamptz", [when]) == (when,)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq is PostgreSQL's")
+def test_libpq_hands_back_what_psycopgs_cursor_must_do():
+    connection.ensure_connection()
+    select = libpq.query("SELECT 1")[0]
+    with transaction.atomic():  # not yet begun: psycopg sends BEGIN first
+        assert libpq.run(connection, select, []) is None
+        Job.objects.exists()
+        assert libpq.run(connection, select, []) == (1,)
+    with connection.connection.pipeline():
+        assert libpq.run(connection, select, []) is None
+
+
+def test_options_are_validated_every_time_whatever_was_seen_before():
+    enqueue(jobs.add, 1, 2, priority=1)
+    with pytest.raises(InvalidJob):
+        enqueue(jobs.add, 1, 2, priority=True)
+    enqueue(jobs.add, 1, 2, queue="reports")
+    with override_settings(DBJOBS_QUEUES=["default"]), pytest.raises(InvalidJob):
+        enqueue(jobs.add, 1, 2, queue="reports")
+    with override_settings(DBJOBS_DEFAULT_QUEUE="bulk"):
+        assert enqueue(jobs.add, 1, 2).queue == "bulk"
+    assert enqueue(jobs.add, 1, 2).queue == "default"
+    assert timezone.is_aware(Job.objects.latest("enqueued_at").enqueued_at)

@@ -9,13 +9,12 @@ the fewest:
   for most jobs of a kind) and empty keyword arguments are written into the SQL as
   literals, one statement per such combination, made once: only the id, the arguments
   and the few other values of this job travel as parameters;
-* the statement runs on the backend's own cursor (``connection.create_cursor()``) with
-  what Django's cursor adds around it kept (the connection's health check, the check
-  for a broken transaction, error translation, the rollback mark in ``atomic``), but not
-  its generic wrapper, which exists for what falls back here: ``execute_wrapper()``
-  and the logging of queries (DEBUG, ``assertNumQueries``) send the INSERT the usual
-  way, through inserts.insert(), as do save signals and MySQL, which cannot return the
-  database's clock from an INSERT.
+* the statement runs through db/direct.py: libpq on PostgreSQL, the backend's own cursor
+  elsewhere, with what Django's cursor adds around it kept. ``execute_wrapper()`` and
+  logged queries (DEBUG, ``assertNumQueries``) see it as before.
+
+Save signals (they need ``save()``) and MySQL, which cannot return the database's clock
+from an INSERT, take the usual way, inserts.insert().
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from __future__ import annotations
 from django.db import connections
 
 from . import insert_sql
-from .db import libpq
+from .db import direct
 from .inserts import db_param, save_receivers, shared_literal
 from .models import Job
 from .rows import field_specs
@@ -43,12 +42,7 @@ def insert(instance: Job, given: frozenset, using: str) -> bool:
     caller then inserts it through inserts.insert().
     """
     connection = connections[using]
-    if (
-        connection.execute_wrappers
-        or connection.queries_logged
-        or not connection.features.can_return_columns_from_insert
-        or save_receivers()
-    ):
+    if not connection.features.can_return_columns_from_insert or save_receivers():
         return False
     shared = SHARED & given
     if "kwargs" in given and instance.kwargs == {}:
@@ -60,26 +54,9 @@ def insert(instance: Job, given: frozenset, using: str) -> bool:
         if len(_statements) >= MAX_STATEMENTS:
             _statements.clear()
         _statements[key] = statement
-    sql, params, returning, direct = statement
+    sql, params, returning = statement
     values = [db_param(connection, spec, getattr(instance, spec.attname)) for spec in params]
-    try:
-        connection.close_if_health_check_failed()  # what connection.cursor() does first
-        connection.ensure_connection()
-        connection.validate_no_broken_transaction()
-        with connection.wrap_database_errors:
-            row = None if direct is None else libpq.run(connection, direct, values)
-            if row is None:
-                cursor = connection.create_cursor()
-                try:
-                    cursor.execute(sql, values)
-                    row = cursor.fetchone()
-                finally:
-                    cursor.close()
-    except Exception as exc:  # as transaction.mark_for_rollback_on_error() does
-        if connection.in_atomic_block:
-            connection.needs_rollback = True
-            connection.rollback_exc = exc
-        raise
+    row = direct.run(connection, sql, values)
     for (field, converters), value in zip(returning, row, strict=True):
         for converter in converters:
             value = converter(value, field.cached_col, connection)
@@ -101,6 +78,4 @@ def _statement(connection, instance: Job, given: frozenset, shared: frozenset) -
         part if isinstance(part, str) else shared_literal(connection, part, instance, quote)
         for part in plan.row
     )
-    sql = plan.head + row + plan.tail
-    direct = libpq.query(sql)[0] if connection.vendor == "postgresql" else None
-    return sql, plan.params, plan.returning, direct
+    return plan.head + row + plan.tail, plan.params, plan.returning

@@ -1,11 +1,12 @@
-"""enqueue()'s one-row INSERT (insert_one.py, db/libpq.py): the same row as the usual path, and
-every Django feature around a query kept."""
+"""enqueue()'s one-row INSERT and the claim's statement (insert_one.py, db/direct.py, db/libpq.py):
+the same row as save() stores, and every Django feature around a query kept."""
 
 import datetime
 import threading
 
 import pytest
 from django.db import DataError, OperationalError, connection, connections, transaction
+from django.db.models.signals import post_save
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -44,6 +45,10 @@ def direct(monkeypatch):
     return calls
 
 
+def saved(**kwargs):
+    pass
+
+
 @pytest.mark.parametrize(
     "args, options",
     [
@@ -54,10 +59,13 @@ def direct(monkeypatch):
     ],
     ids=["plain", "odd-text-and-kwargs", "options", "run_at"],
 )
-def test_the_row_is_the_one_the_usual_path_stores(direct, args, options):
+def test_the_row_is_the_one_save_stores(direct, args, options):
     fast = enqueue(jobs.echo, *args, **options)
-    with connection.execute_wrapper(lambda execute, *a: execute(*a)):  # the usual path
+    post_save.connect(saved, sender=Job)  # a save signal's receiver: enqueue() then calls save()
+    try:
         usual = enqueue(jobs.echo, *args, **options)
+    finally:
+        post_save.disconnect(saved, sender=Job)
     assert direct == [True, False]
     assert stored(fast) == stored(usual)
     again = Job.objects.get(pk=fast.pk)
@@ -80,8 +88,7 @@ def test_statements_are_made_once_per_kind_of_job(direct):
 def test_logged_queries_and_execute_wrappers_see_the_insert(direct):
     with CaptureQueriesContext(connection) as captured:
         enqueue(jobs.add, 1, 2)
-    assert direct == [False]
-    assert [q["sql"] for q in captured.captured_queries if "INSERT" in q["sql"]]
+    assert [q["sql"] for q in captured.captured_queries if q["sql"].startswith("INSERT")]
     seen = []
 
     def wrapper(execute, sql, params, many, context):
@@ -90,8 +97,8 @@ def test_logged_queries_and_execute_wrappers_see_the_insert(direct):
 
     with connection.execute_wrapper(wrapper):
         enqueue(jobs.add, 3, 4)
-    assert direct == [False, False]
     assert any(sql.startswith("INSERT") for sql in seen)
+    assert direct == [True, True]  # its statement all the same
 
 
 def test_inside_atomic_the_job_commits_and_rolls_back_with_the_transaction(direct):
@@ -112,21 +119,22 @@ def test_inside_atomic_the_job_commits_and_rolls_back_with_the_transaction(direc
 def test_a_failed_insert_raises_djangos_error_and_marks_the_transaction_for_rollback():
     if connection.vendor == "sqlite":
         pytest.skip("SQLite waits for its write lock instead (busy timeout)")
-    holder = connections.create_connection("default")
     locked, release = threading.Event(), threading.Event()
 
-    def hold_lock():
-        with holder.cursor() as cursor:
-            holder.set_autocommit(False)
-            table = connection.ops.quote_name(Job._meta.db_table)
-            if connection.vendor == "postgresql":
-                cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
-            else:
-                cursor.execute(f"LOCK TABLES {table} WRITE")
-            locked.set()
-            release.wait(10)
-            holder.rollback() if connection.vendor == "postgresql" else cursor.execute("UNLOCK TABLES")
-        holder.close()
+    def hold_lock():  # the thread's own connection
+        table = connection.ops.quote_name(Job._meta.db_table)
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                if connection.vendor == "postgresql":
+                    cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+                else:
+                    cursor.execute(f"LOCK TABLES {table} WRITE")
+                locked.set()
+                release.wait(10)
+                if connection.vendor == "mysql":
+                    cursor.execute("UNLOCK TABLES")
+        finally:
+            connections.close_all()
 
     thread = threading.Thread(target=hold_lock)
     thread.start()
@@ -156,13 +164,15 @@ def test_libpq_errors_become_djangos_and_the_connection_stays_usable():
     statement, count = libpq.query("SELECT %s::varchar(3), '%%'")
     assert (statement, count) == (b"SELECT $1::varchar(3), '%'", 1)
     with connection.wrap_database_errors:
-        assert libpq.run(connection, statement, ["abc"]) == ("abc", "%")
+        assert libpq.run(connection, statement, ["abc"]) == [("abc", "%")]
+        assert libpq.run(connection, statement, ["ab"], many=True) == ([("ab", "%")], ["varchar", "?column?"])
+        assert libpq.run(connection, libpq.query("SELECT %s + 1 WHERE false")[0], [41]) == []
     with pytest.raises(DataError), connection.wrap_database_errors:
         libpq.run(connection, b"INSERT INTO django_dbjobs_job (id) VALUES ($1) RETURNING id", ["x" * 40])
     assert Job.objects.count() == 0
     with connection.wrap_database_errors:  # a datetime goes through psycopg's adapters
         when = datetime.datetime(2030, 5, 6, 7, 8, 9, 10, tzinfo=datetime.timezone.utc)
-        assert libpq.run(connection, b"SELECT $1::timestamptz", [when]) == (when,)
+        assert libpq.run(connection, b"SELECT $1::timestamptz, $2 + 1", [when, 41]) == [(when, 42)]
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq is PostgreSQL's")
@@ -172,7 +182,7 @@ def test_libpq_hands_back_what_psycopgs_cursor_must_do():
     with transaction.atomic():  # not yet begun: psycopg sends BEGIN first
         assert libpq.run(connection, select, []) is None
         Job.objects.exists()
-        assert libpq.run(connection, select, []) == (1,)
+        assert libpq.run(connection, select, []) == [(1,)]
     with connection.connection.pipeline():
         assert libpq.run(connection, select, []) is None
 

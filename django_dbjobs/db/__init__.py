@@ -227,15 +227,14 @@ def pks_on_index(queryset, index: str, limit: int) -> list:
         return [row[0] for row in cursor.fetchall()]
 
 
-from .claims import (  # noqa: E402 - the hot-path SQL, kept in its own module
+from .claims import (  # noqa: E402 - the hot-path SQL, kept in its own modules
     APPEND_SQL,
     JSON_PLACEHOLDER,
     NOW_SQL,
-    WithoutLastWorker,
     claim_jobs,
     claim_sql,
-    finish_successes,
 )
+from .completions import WithoutLastWorker, finish_successes  # noqa: E402
 
 __all__ += [
     "pks_on_index",

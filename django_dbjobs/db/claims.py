@@ -1,20 +1,19 @@
-"""The hot-path SQL that differs by database: the claim, batched completion, refunds.
+"""The hot-path SQL of the claim, which differs by database (completions.py finishes jobs).
 
 The claim's row selection is built by the ORM (compiled once per shape); the UPDATE
-that marks the rows, the batched completion and the clock are written out by hand:
-each runs once per batch of jobs, and the ORM's query building cost more than the
-database's work for them.
+that marks the rows and the clock are written out by hand: each runs once per batch of
+jobs, and the ORM's query building cost more than the database's work for them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 
-from django.db import connections, models, transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
-from .rows_read import jobs_from_cursor
+from . import direct
+from .rows_read import jobs_from_cursor, jobs_from_rows
 
 NOW_SQL = {
     "postgresql": "STATEMENT_TIMESTAMP()",
@@ -184,9 +183,7 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
     if connection.vendor == "postgresql" and connection.get_autocommit():
         sql = _without_flush(sql)
     if connection.vendor != "mysql":
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            jobs = jobs_from_cursor(model, using, cursor)
+        jobs = jobs_from_rows(model, using, *direct.run(connection, sql, params, many=True))
         jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
         return jobs
     with transaction.atomic(using=using), connection.cursor() as cursor:
@@ -208,59 +205,3 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
         job.started_at = job.started_at or now
         job.last_attempted_at = now
     return jobs
-
-
-class WithoutLastWorker(models.Func):
-    """``worker_ids`` without its last entry: a refunded pickup leaves no worker id behind."""
-
-    output_field = models.JSONField()
-
-    def __init__(self):
-        super().__init__(models.F("worker_ids"))
-
-    def as_sql(self, compiler, connection, **extra_context):
-        column, params = compiler.compile(self.source_expressions[0])
-        template = {
-            "postgresql": "({} - (-1))",  # jsonb minus an index; negative counts from the end
-            # '$[last]' needs MariaDB 10.9; this path works from 10.6 (and on MySQL 8).
-            "mysql": "JSON_REMOVE({0}, CONCAT('$[', GREATEST(JSON_LENGTH({0}) - 1, 0), ']'))",
-            "sqlite": "json_remove({}, '$[#-1]')",
-        }[connection.vendor]
-        return template.format(column), params
-
-
-def finish_successes(model, using: str, worker: str, done: list) -> set:
-    """Mark (job, return value) pairs SUCCESSFUL in one UPDATE, fenced on owner and pickup.
-
-    Return the ids this worker still owned, and so finished.
-    """
-    connection = connections[using]
-    vendor = connection.vendor
-    table = connection.ops.quote_name(model._meta.db_table)
-    params: list = []
-    value_sql = "NULL"
-    values = [(job.pk, value) for job, value in done if value is not None]
-    if values:
-        cast = "::jsonb" if vendor == "postgresql" else ""
-        value_sql = "CASE id " + " ".join([f"WHEN %s THEN %s{cast}"] * len(values)) + " ELSE NULL END"
-        for pk, value in values:
-            params += [pk, json.dumps(value)]
-    pairs = ", ".join(["(%s, %s)"] * len(done))
-    for job, _value in done:
-        params += [job.pk, job.pickups]
-    sql = (
-        f"UPDATE {table} SET status = 'SUCCESSFUL', finished_at = {NOW_SQL[vendor]},"
-        f" active_key = NULL, isolation = '', return_value = {value_sql}"
-        f" WHERE worker = %s AND status = 'RUNNING' AND (id, pickups) IN ({pairs})"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params[: 2 * len(values)], worker, *params[2 * len(values) :]])
-        updated = cursor.rowcount
-    if updated == len(done):
-        return {job.pk for job, _value in done}
-    # Some were lost to a sweep: find which rows this UPDATE finished.
-    rows = model._base_manager.using(using).filter(
-        pk__in=[job.pk for job, _value in done], worker=worker, status="SUCCESSFUL"
-    )
-    finished = set(rows.values_list("pk", "pickups"))
-    return {job.pk for job, _value in done if (job.pk, job.pickups) in finished}

@@ -1,9 +1,10 @@
-"""PostgreSQL: one statement sent straight through libpq, for enqueue()'s INSERT.
+"""PostgreSQL: one statement sent straight through libpq (enqueue()'s INSERT, the claim).
 
 psycopg's cursor spends about 90 microseconds of Python on each statement (measured
 here, cold, between two round trips): making the cursor, converting the query, deciding
 on preparation, waiting, wrapping the result. For the one INSERT a single enqueue runs,
-that was more than the database's own work. run() does only what that statement needs,
+that was more than the database's own work; for an idle worker's claim, a tenth of its
+wake-up. run() does only what that statement needs,
 with psycopg's own parts: its Transformer to turn the parameters into PostgreSQL's text
 and the row back into Python (the connection's adapters, Django's time zone loader
 included), its generator to send and fetch without blocking, and ``Connection.wait()``,
@@ -48,9 +49,9 @@ def query(sql: str) -> tuple[bytes, int]:
     return _PLACEHOLDER.sub(number, sql).encode(), count
 
 
-def run(connection, statement: bytes, params: list[Any]) -> tuple | None:
-    """Run `statement` (made by query()) on Django's PostgreSQL `connection`; return its first row
-    (``()`` if it returned none).
+def run(connection, statement: bytes, params: list[Any], many: bool = False):
+    """Run `statement` (made by query()) on Django's PostgreSQL `connection`; return its rows
+    (a list, empty if none) and, with `many`, the column names with them.
 
     The connection must be open (``ensure_connection()``). None: not run, use a cursor.
     """
@@ -72,11 +73,13 @@ def run(connection, statement: bytes, params: list[Any]) -> tuple | None:
         return None  # Django registers its loader on each cursor then (TIME_ZONE changed)
     for param in params:
         if type(param) is not str or "\x00" in param or not utf8:
+            if type(param) is int and utf8:  # an integer, as text of unknown type
+                continue
             values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
             types, formats = transformer.types, transformer.formats
             break
     else:  # text of unknown type, as psycopg sends a str: the SQL casts it where needed
-        values, types, formats = [param.encode() for param in params], None, None
+        values, types, formats = [str(param).encode() for param in params], None, None
     with raw.lock:
         pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
         results = raw.wait(generators.execute(pgconn))
@@ -85,6 +88,9 @@ def run(connection, statement: bytes, params: list[Any]) -> tuple | None:
         raise errors.error_from_result(result, encoding=raw.info.encoding)
     transformer.set_pgresult(result)
     try:
-        return transformer.load_row(0, tuple) if result.ntuples else ()
+        rows = transformer.load_rows(0, result.ntuples, tuple) if result.ntuples else []
     finally:
         transformer.set_pgresult(None)
+    if many:
+        return rows, [result.fname(n).decode() for n in range(result.nfields)]
+    return rows

@@ -21,7 +21,14 @@ def jobs_from_cursor(model, using: str, cursor) -> list:
     rows = cursor.fetchall()
     if not rows:
         return []
-    columns = tuple(column[0] for column in cursor.description)
+    return jobs_from_rows(model, using, rows, [column[0] for column in cursor.description])
+
+
+def jobs_from_rows(model, using: str, rows: list, names: list[str]) -> list:
+    """Rows of every concrete column of `model` (named by `names`, in any order) as instances."""
+    if not rows:
+        return []
+    columns = tuple(names)
     # Per connection object: converters are bound to the connection they were made for.
     connection = connections[using]
     plans = _plans.get(connection)

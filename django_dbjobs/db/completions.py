@@ -1,0 +1,65 @@
+"""The hot-path SQL that finishes and gives back jobs: batched completion, refunds (claims.py claims)."""
+
+from __future__ import annotations
+
+import json
+
+from django.db import connections, models
+
+from .claims import NOW_SQL
+
+
+class WithoutLastWorker(models.Func):
+    """``worker_ids`` without its last entry: a refunded pickup leaves no worker id behind."""
+
+    output_field = models.JSONField()
+
+    def __init__(self):
+        super().__init__(models.F("worker_ids"))
+
+    def as_sql(self, compiler, connection, **extra_context):
+        column, params = compiler.compile(self.source_expressions[0])
+        template = {
+            "postgresql": "({} - (-1))",  # jsonb minus an index; negative counts from the end
+            # '$[last]' needs MariaDB 10.9; this path works from 10.6 (and on MySQL 8).
+            "mysql": "JSON_REMOVE({0}, CONCAT('$[', GREATEST(JSON_LENGTH({0}) - 1, 0), ']'))",
+            "sqlite": "json_remove({}, '$[#-1]')",
+        }[connection.vendor]
+        return template.format(column), params
+
+
+def finish_successes(model, using: str, worker: str, done: list) -> set:
+    """Mark (job, return value) pairs SUCCESSFUL in one UPDATE, fenced on owner and pickup.
+
+    Return the ids this worker still owned, and so finished.
+    """
+    connection = connections[using]
+    vendor = connection.vendor
+    table = connection.ops.quote_name(model._meta.db_table)
+    params: list = []
+    value_sql = "NULL"
+    values = [(job.pk, value) for job, value in done if value is not None]
+    if values:
+        cast = "::jsonb" if vendor == "postgresql" else ""
+        value_sql = "CASE id " + " ".join([f"WHEN %s THEN %s{cast}"] * len(values)) + " ELSE NULL END"
+        for pk, value in values:
+            params += [pk, json.dumps(value)]
+    pairs = ", ".join(["(%s, %s)"] * len(done))
+    for job, _value in done:
+        params += [job.pk, job.pickups]
+    sql = (
+        f"UPDATE {table} SET status = 'SUCCESSFUL', finished_at = {NOW_SQL[vendor]},"
+        f" active_key = NULL, isolation = '', return_value = {value_sql}"
+        f" WHERE worker = %s AND status = 'RUNNING' AND (id, pickups) IN ({pairs})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params[: 2 * len(values)], worker, *params[2 * len(values) :]])
+        updated = cursor.rowcount
+    if updated == len(done):
+        return {job.pk for job, _value in done}
+    # Some were lost to a sweep: find which rows this UPDATE finished.
+    rows = model._base_manager.using(using).filter(
+        pk__in=[job.pk for job, _value in done], worker=worker, status="SUCCESSFUL"
+    )
+    finished = set(rows.values_list("pk", "pickups"))
+    return {job.pk for job, _value in done if (job.pk, job.pickups) in finished}

@@ -180,6 +180,14 @@ def check_settings(app_configs=None, **kwargs):
                 id="dbjobs.E027",
             )
         )
+    if not isinstance(settings.ASYNC_CLAIM_COMMIT, bool):
+        errors.append(
+            checks.Error(
+                f"DBJOBS_ASYNC_CLAIM_COMMIT must be True or False, not {settings.ASYNC_CLAIM_COMMIT!r}.",
+                hint="False (the default) waits for every claim's commit to reach the disk.",
+                id="dbjobs.E028",
+            )
+        )
     for name in ("KEEP_SUCCEEDED", "KEEP_FAILED"):
         value = getattr(settings, name)
         seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else value

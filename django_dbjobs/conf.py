@@ -74,6 +74,9 @@ DEFAULTS = {
     # Dotted path of a function taking that dict and returning a context manager, entered
     # around the job's run; None: nothing to restore beyond language and timezone.
     "CONTEXT_RESTORE": None,
+    # PostgreSQL: commit claims without waiting for the WAL flush (faster wake-ups; a
+    # crash of the database server can lose a claim made just before it: reliability.rst).
+    "ASYNC_CLAIM_COMMIT": False,
 }
 
 

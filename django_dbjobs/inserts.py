@@ -133,7 +133,7 @@ def _made_shape(given: frozenset, shared: frozenset) -> tuple:
 _made_shapes: dict[tuple, tuple] = {}
 
 
-def shared_literal(connection, spec: FieldSpec, job: Job, quote) -> str:
+def _shared_literal(connection, spec: FieldSpec, job: Job, quote) -> str:
     """A value every row shares, as SQL text (a validated name, number or time)."""
     value = db_param(connection, spec, getattr(job, spec.attname))
     if value is None:
@@ -193,7 +193,7 @@ def _execute(
         else:
             quote = connection.schema_editor().quote_value
             row_sql = "".join(
-                part if isinstance(part, str) else shared_literal(connection, part, first, quote)
+                part if isinstance(part, str) else _shared_literal(connection, part, first, quote)
                 for part in plan.row
             )
         if plan.json_rows:

@@ -100,7 +100,7 @@ def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
     stale: a frozen worker that beats again in time keeps its row (and its jobs), and
     one that beats later finds its row gone, so it knows its jobs were taken (lease.py).
     Then the jobs of workers without a row are recovered. Reads only what it needs:
-    which workers hold running jobs (from the (status, worker) index), which of them
+    which workers hold running jobs (from the index of running jobs by worker), which of them
     still have a row, then the jobs of the others.
     """
     result = SweepResult()

@@ -186,7 +186,7 @@ def queue(name: Any) -> str:
     allowed = settings.QUEUES
     if allowed is not None and name not in allowed:
         raise InvalidJob(f"queue {name!r} is not one of DBJOBS_QUEUES ({', '.join(allowed)}).")
-    return name
+    return str.__str__(name)  # a plain str: a str enum member's str() is its name, not its value
 
 
 def priority(value: Any) -> int:
@@ -194,13 +194,13 @@ def priority(value: Any) -> int:
         raise InvalidJob(f"priority must be an integer, not {value!r}.")
     if not MIN_PRIORITY <= value <= MAX_PRIORITY:
         raise InvalidJob(f"priority must be between {MIN_PRIORITY} and {MAX_PRIORITY}, not {value}.")
-    return value
+    return int(value)  # a plain int (an IntEnum member included)
 
 
 def max_attempts(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidJob(f"max_attempts must be a positive integer, not {value!r}.")
-    return value
+    return int(value)
 
 
 def run_at(when: Any, delay: Any) -> datetime.datetime | None:

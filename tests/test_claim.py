@@ -4,6 +4,7 @@ import time
 
 import pytest
 from django.db import connection, connections, transaction
+from django.test import override_settings
 from django.utils import timezone
 
 from django_dbjobs import db, enqueue
@@ -110,44 +111,59 @@ def synchronous_commit() -> str:
         return cursor.fetchone()[0]
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="synchronous_commit is PostgreSQL's")
-@pytest.mark.django_db(transaction=True)
-def test_postgresql_claim_in_autocommit_commits_without_waiting_for_the_flush_and_only_itself():
-    first, second = enqueue(jobs.add, 1, 1), enqueue(jobs.add, 2, 2)
+def claim_statements(limit=1) -> tuple[list, list]:
+    """Claim in autocommit; return the jobs and the statements run."""
     statements = []
 
     def capture(execute, sql, params, many, context):
         statements.append((sql, params))
         return execute(sql, params, many, context)
 
-    assert connection.get_autocommit()
     with connection.execute_wrapper(capture):
-        assert [j.pk for j in Job.objects.claim("w1", 1)] == [first.pk]
-    assert synchronous_commit() == "on"  # set for the claim's own transaction only
+        return Job.objects.claim("w1", limit), statements
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="synchronous_commit is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_postgresql_claims_wait_for_the_flush_by_default():
+    enqueue(jobs.add, 1, 1)
+    claimed, statements = claim_statements()
+    assert len(claimed) == 1
+    assert statements and not any("synchronous_commit" in sql for sql, _params in statements)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="synchronous_commit is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+@override_settings(DBJOBS_ASYNC_CLAIM_COMMIT=True)
+def test_postgresql_async_claim_commit_turns_the_flush_off_for_the_claim_alone():
+    first, second = enqueue(jobs.add, 1, 1), enqueue(jobs.add, 2, 2)
+    server_default = synchronous_commit()
+    assert connection.get_autocommit()
+    claimed, statements = claim_statements()
+    assert [j.pk for j in claimed] == [first.pk]
+    assert synchronous_commit() == server_default  # set for the claim's own transaction only
     (sql, params), *_ = statements
     assert sql.startswith("UPDATE") and "set_config('synchronous_commit', 'off', true)" in sql
     # That statement's transaction commits asynchronously; the setting ends with it.
     with transaction.atomic():
         with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = on")
             cursor.execute(sql, params)
             assert [row[0] for row in cursor.fetchall()] == [second.pk]
         assert synchronous_commit() == "off"
-    assert synchronous_commit() == "on"
+    assert synchronous_commit() == server_default
     assert Job.objects.get(pk=second.pk).status == JobStatus.RUNNING
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="synchronous_commit is PostgreSQL's")
 @pytest.mark.django_db(transaction=True)
-def test_postgresql_claim_inside_a_callers_transaction_leaves_its_commit_durable():
+@override_settings(DBJOBS_ASYNC_CLAIM_COMMIT=True)
+def test_postgresql_async_claim_commit_leaves_a_callers_transaction_durable():
     enqueue(jobs.add, 1, 1)
-    statements = []
-
-    def capture(execute, sql, params, many, context):
-        statements.append(sql)
-        return execute(sql, params, many, context)
-
     with transaction.atomic():
-        with connection.execute_wrapper(capture):
-            assert len(Job.objects.claim("w1", 1)) == 1
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = on")
+        claimed, statements = claim_statements()
+        assert len(claimed) == 1
         assert synchronous_commit() == "on"
-    assert statements and not any("synchronous_commit" in sql for sql in statements)
+    assert statements and not any("synchronous_commit" in sql for sql, _params in statements)

@@ -19,6 +19,12 @@ from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+def writes_itself() -> bool:
+    """Whether insert_one.insert() writes the row (not on MySQL: no INSERT ... RETURNING)."""
+    return connection.features.can_return_columns_from_insert
+
+
 COMPARED = [f.attname for f in Job._meta.concrete_fields if f.attname not in ("id", "run_at", "enqueued_at")]
 
 
@@ -66,7 +72,7 @@ def test_the_row_is_the_one_save_stores(direct, args, options):
         usual = enqueue(jobs.echo, *args, **options)
     finally:
         post_save.disconnect(saved, sender=Job)
-    assert direct == [True, False]
+    assert direct == [writes_itself(), False]
     assert stored(fast) == stored(usual)
     again = Job.objects.get(pk=fast.pk)
     assert (fast.run_at, fast.enqueued_at) == (again.run_at, again.enqueued_at)
@@ -76,13 +82,15 @@ def test_the_row_is_the_one_save_stores(direct, args, options):
         assert again.run_at == options["run_at"]
 
 
-def test_statements_are_made_once_per_kind_of_job(direct):
+def test_statements_are_made_once_per_set_of_given_fields(direct):
     insert_one._statements.clear()
     for n in range(3):
         enqueue(jobs.add, n, n)
-    enqueue(jobs.send_email, "a@example.com")
-    assert direct == [True] * 4
-    assert len(insert_one._statements) == 2
+    enqueue(jobs.send_email, "a@example.com", queue="reports", priority=-3)  # the same fields
+    enqueue(jobs.echo, kwargs={"a": 1})  # its keyword arguments too
+    assert direct == [writes_itself()] * 5
+    assert len(insert_one._statements) == (2 if writes_itself() else 0)
+    assert Job.objects.get(name="tests.jobs.send_email").queue == "reports"
 
 
 def test_logged_queries_and_execute_wrappers_see_the_insert(direct):
@@ -98,7 +106,7 @@ def test_logged_queries_and_execute_wrappers_see_the_insert(direct):
     with connection.execute_wrapper(wrapper):
         enqueue(jobs.add, 3, 4)
     assert any(sql.startswith("INSERT") for sql in seen)
-    assert direct == [True, True]  # its statement all the same
+    assert direct == [writes_itself()] * 2  # its statement all the same
 
 
 def test_inside_atomic_the_job_commits_and_rolls_back_with_the_transaction(direct):
@@ -111,7 +119,7 @@ def test_inside_atomic_the_job_commits_and_rolls_back_with_the_transaction(direc
         raise RuntimeError
     with transaction.atomic():
         first = enqueue(jobs.add, 3, 3)  # the first statement of its transaction
-    assert all(direct)
+    assert direct == [writes_itself()] * 3
     assert set(Job.objects.values_list("pk", flat=True)) == {kept.pk, first.pk}
     assert not Job.objects.filter(pk=lost.pk).exists()
 
@@ -198,3 +206,69 @@ def test_options_are_validated_every_time_whatever_was_seen_before():
         assert enqueue(jobs.add, 1, 2).queue == "bulk"
     assert enqueue(jobs.add, 1, 2).queue == "default"
     assert timezone.is_aware(Job.objects.latest("enqueued_at").enqueued_at)
+
+
+@override_settings(DEBUG=True)
+def test_a_failed_insert_under_debug_still_marks_the_transaction_for_rollback(monkeypatch):
+    from django_dbjobs.db import direct
+
+    def refused(*args, **kwargs):
+        raise DataError("refused")
+
+    with transaction.atomic():
+        Job.objects.exists()
+        monkeypatch.setattr(connection, "create_cursor", refused)  # Django's cursor() makes one too
+        with pytest.raises(DataError):
+            direct.run(connection, "SELECT 1", [])
+        monkeypatch.undo()
+        assert connection.needs_rollback
+        connection.set_rollback(False)
+
+
+def test_a_backend_that_hooks_its_cursors_gets_every_statement_through_them(direct):
+    wrapper = connections["default"]  # the wrapper itself, not django.db.connection's proxy
+    calls = []
+    original = wrapper._cursor
+
+    def hooked(*args, **kwargs):  # what django-tenants' backend does to set the search path
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    wrapper.__dict__.pop("_dbjobs_stock", None)  # what direct.py worked out of the wrapper
+    wrapper._cursor = hooked
+    try:
+        enqueue(jobs.add, 1, 2)
+        Job.objects.claim("w1", 1)
+    finally:
+        del wrapper._cursor
+        wrapper.__dict__.pop("_dbjobs_stock", None)
+    assert len(calls) >= 2
+    assert Job.objects.get().status == "RUNNING"
+
+
+def test_a_queue_given_as_a_str_enum_member_is_stored_as_its_value():
+    import enum
+
+    class Queue(str, enum.Enum):
+        REPORTS = "reports"
+
+    assert enqueue(jobs.add, 1, 2, queue=Queue.REPORTS).queue == "reports"
+    assert type(Job.objects.get().queue) is str and Job.objects.get().queue == "reports"
+    enqueue(jobs.add, 1, 2, queue="reports")
+    assert set(Job.objects.values_list("queue", flat=True)) == {"reports"}
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq is PostgreSQL's")
+def test_libpq_keeps_nothing_that_outlives_its_connection():
+    import gc
+    import weakref
+
+    other = connections.create_connection("default")
+    other.ensure_connection()
+    with other.wrap_database_errors:
+        assert libpq.run(other, b"SELECT 1", []) == [(1,)]
+    raw = weakref.ref(other.connection)
+    other.close()
+    del other
+    gc.collect()
+    assert raw() is None

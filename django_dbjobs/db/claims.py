@@ -12,6 +12,7 @@ import contextlib
 from django.db import connections, transaction
 from django.utils import timezone
 
+from ..conf import settings
 from . import direct
 from .rows_read import jobs_from_cursor, jobs_from_rows
 
@@ -152,16 +153,14 @@ ASYNC_COMMIT = " AND (SELECT set_config('synchronous_commit', 'off', true)) IS N
 
 
 def _without_flush(sql: str) -> str:
-    """PostgreSQL: the claim (one statement, its own transaction) committed asynchronously.
+    """PostgreSQL with DBJOBS_ASYNC_CLAIM_COMMIT: the claim (one statement, its own
+    transaction) committed without waiting for its WAL flush.
 
-    Waiting for the commit's WAL flush was most of an idle worker's wake-up (about 1 ms
-    of 2.5 here) and a disk flush per claim. The rows are marked as soon as the
-    statement ends; only a crash of the database server itself in the next few hundred
-    milliseconds (3 x wal_writer_delay) can lose the mark, which puts the job back as
-    READY with its attempt uncounted. The job's outcome is written by a normal commit,
-    whose flush covers the claim before it; a job whose claim was lost runs again, as
-    after any lost worker. ``set_config(..., true)`` lasts only for this transaction,
-    and is only added when autocommit makes the claim its own transaction.
+    The flush is a disk write per claim and part of an idle worker's wake-up. Off by
+    default: a crash of the database server (or a failover) in the next few hundred
+    milliseconds loses the claim, and docs/reliability.rst says what that costs.
+    ``set_config(..., true)`` lasts only for this transaction, and is only added when
+    autocommit makes the claim its own transaction.
     """
     fast = _async_claims.get(sql)
     if fast is None:
@@ -180,7 +179,7 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
     """
     connection = connections[using]
     sql, params = claim_sql(model, using, build, shape, values, worker, limit)
-    if connection.vendor == "postgresql" and connection.get_autocommit():
+    if connection.vendor == "postgresql" and settings.ASYNC_CLAIM_COMMIT and connection.get_autocommit():
         sql = _without_flush(sql)
     if connection.vendor != "mysql":
         jobs = jobs_from_rows(model, using, *direct.run(connection, sql, params, many=True))

@@ -2,38 +2,51 @@
 
 Django's ``CursorWrapper`` costs tens of microseconds a statement, and the interpreter runs
 it cold after each round trip. For the statements a single enqueue and a claim run, run()
-keeps what the wrapper does that matters (the connection's health check, the check for a
-broken transaction, Django's exceptions, the rollback mark inside ``atomic``) and runs the
-statement through libpq on PostgreSQL (libpq.py) or on the backend's own cursor. Where
-something watches queries (``execute_wrapper()``, query logging under ``DEBUG`` or
-``assertNumQueries``) it runs on Django's cursor, so they see it as before.
+keeps what Django does around a statement that matters here (the connection's health
+check, the check for a broken transaction, Django's exceptions, the rollback mark inside
+``atomic``) and runs it through libpq on PostgreSQL (libpq.py) or on the backend's own
+cursor elsewhere.
+
+Only where nothing else hooks the connection's cursors: a statement goes through
+Django's cursor as before when something watches queries (``execute_wrapper()``, query
+logging under ``DEBUG`` or ``assertNumQueries``), when the backend is not Django's own
+(django-tenants sets the schema search path in its ``_cursor()``) or its cursor methods
+were replaced, when ``CursorWrapper.execute`` is patched (Sentry), or when psycopg's
+cursors are not Django's (an instrumented psycopg).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.db.backends.utils import CursorWrapper
+
 from . import libpq
 
+#: Where Django's own backends are defined (the GIS ones subclass them, hooking nothing).
+STOCK_BACKENDS = ("django.db.backends.", "django.contrib.gis.db.backends.")
+#: Hand-written statements kept in libpq's form; beyond this many the cache starts again.
+MAX_STATEMENTS = 1024
+_HOOKS = frozenset({"cursor", "_cursor", "create_cursor"})
 _statements: dict[str, bytes] = {}
 
 
 def run(connection, sql: str, params: list[Any], many: bool = False):
     """Run `sql` (``%s`` placeholders) on `connection`: its first row (None if none); with
     `many`, (every row, the column names)."""
-    if connection.execute_wrappers or connection.queries_logged:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return _fetched(cursor, many)
     try:
+        if not _unhooked(connection):
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                return _fetched(cursor, many)
         connection.close_if_health_check_failed()  # what connection.cursor() does first
         connection.ensure_connection()
         connection.validate_no_broken_transaction()
         with connection.wrap_database_errors:
-            if connection.vendor == "postgresql":
+            if connection.vendor == "postgresql" and libpq.usable(connection.connection):
                 statement = _statements.get(sql)
                 if statement is None:
-                    if len(_statements) >= 1024:
+                    if len(_statements) >= MAX_STATEMENTS:
                         _statements.clear()
                     statement = _statements[sql] = libpq.query(sql)[0]
                 done = libpq.run(connection, statement, params, many)
@@ -50,6 +63,20 @@ def run(connection, sql: str, params: list[Any], many: bool = False):
             connection.needs_rollback = True
             connection.rollback_exc = exc
         raise
+
+
+def _unhooked(connection) -> bool:
+    """Whether run() may skip Django's cursor (see above)."""
+    if connection.execute_wrappers or connection.queries_logged:
+        return False
+    if CursorWrapper.execute.__module__ != "django.db.backends.utils":
+        return False
+    stock = connection.__dict__.get("_dbjobs_stock")
+    if stock is None:
+        stock = connection.__dict__["_dbjobs_stock"] = type(connection).__module__.startswith(
+            STOCK_BACKENDS
+        ) and not (_HOOKS & connection.__dict__.keys())
+    return stock
 
 
 def _fetched(cursor, many: bool):

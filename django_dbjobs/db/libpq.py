@@ -4,34 +4,38 @@ psycopg's cursor spends about 90 microseconds of Python on each statement (measu
 here, cold, between two round trips): making the cursor, converting the query, deciding
 on preparation, waiting, wrapping the result. For the one INSERT a single enqueue runs,
 that was more than the database's own work; for an idle worker's claim, a tenth of its
-wake-up. run() does only what that statement needs,
-with psycopg's own parts: its Transformer to turn the parameters into PostgreSQL's text
-and the row back into Python (the connection's adapters, Django's time zone loader
-included), its generator to send and fetch without blocking, and ``Connection.wait()``,
-which also cancels the statement on Ctrl-C. Errors come back as psycopg's errors, which
-the caller's ``wrap_database_errors`` turns into Django's.
+wake-up. run() does only what such a statement needs, with psycopg's own parts: its
+Transformer to turn the row back into Python (the connection's adapters, Django's time
+zone loader included) and any parameter that is not text into PostgreSQL's, its
+generator to send and fetch without blocking, and ``Connection.wait()``, which also
+cancels the statement on Ctrl-C. Errors come back as psycopg's errors, which the
+caller's ``wrap_database_errors`` turns into Django's (direct.py).
+
+Text and integer parameters go as text of unknown type, as psycopg sends a str, so the
+statement's context types them: write a cast where that is not enough (``%s::jsonb``).
 
 run() returns None, having sent nothing, whenever psycopg's cursor must do the work:
-pipeline mode, a transaction psycopg has still to BEGIN, a time zone loader Django
-would change for the cursor, or a psycopg without these parts.
+pipeline mode, a transaction psycopg has still to BEGIN, a time zone loader Django would
+change for the cursor, or a psycopg without these parts.
 """
 
 from __future__ import annotations
 
 import re
-import weakref
 from typing import Any
 
 try:
+    import psycopg
     from psycopg import adapt, errors, generators, pq
     from psycopg.adapt import PyFormat
     from psycopg.postgres import types as pg_types
 except ImportError:  # psycopg 2, or a psycopg without them: the cursor does it all
-    adapt = None
+    psycopg = None
 
 _PLACEHOLDER = re.compile(r"%(%|s)")
-#: Per psycopg connection: its Transformer, whether it speaks UTF-8, its time zone loader.
-_connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: What run() keeps per psycopg connection, on Django's wrapper (never in a module-level
+#: mapping: the Transformer refers to the connection, so a weak key would never go).
+_STATE = "_dbjobs_libpq"
 
 
 def query(sql: str) -> tuple[bytes, int]:
@@ -49,14 +53,25 @@ def query(sql: str) -> tuple[bytes, int]:
     return _PLACEHOLDER.sub(number, sql).encode(), count
 
 
+def usable(raw: Any) -> bool:
+    """Whether run() may take `raw`, Django's psycopg connection: a plain psycopg 3 connection
+    whose cursors are Django's own (no instrumentation wrapping them)."""
+    if psycopg is None or type(raw) is not psycopg.Connection:
+        return False
+    factory = getattr(raw, "cursor_factory", None)
+    return getattr(factory, "__module__", "").startswith(DJANGO_CURSORS)
+
+
+#: Where Django's psycopg cursor classes are defined.
+DJANGO_CURSORS = "django.db.backends.postgresql."
+
+
 def run(connection, statement: bytes, params: list[Any], many: bool = False):
     """Run `statement` (made by query()) on Django's PostgreSQL `connection`; return its rows
     (a list, empty if none) and, with `many`, the column names with them.
 
     The connection must be open (``ensure_connection()``). None: not run, use a cursor.
     """
-    if adapt is None:
-        return None
     raw = connection.connection
     pgconn = raw.pgconn
     status = pgconn.transaction_status
@@ -64,33 +79,38 @@ def run(connection, statement: bytes, params: list[Any], many: bool = False):
         status == pq.TransactionStatus.INTRANS or (status == pq.TransactionStatus.IDLE and raw.autocommit)
     ):
         return None
-    known = _connections.get(raw)
-    if known is None:
+    state = getattr(connection, _STATE, None)
+    if state is None or state[0] is not raw:
         loader = raw.adapters.get_loader(pg_types["timestamptz"].oid, pq.Format.TEXT)
-        known = _connections[raw] = (adapt.Transformer(raw), raw.info.encoding == "utf-8", loader)
-    transformer, utf8, loader = known
+        state = (raw, adapt.Transformer(raw), loader)
+        setattr(connection, _STATE, state)
+    transformer, loader = state[1], state[2]
     if getattr(loader, "timezone", None) != connection.timezone:
         return None  # Django registers its loader on each cursor then (TIME_ZONE changed)
+    if pgconn.parameter_status(b"client_encoding") != b"UTF8":
+        return None
     for param in params:
-        if type(param) is not str or "\x00" in param or not utf8:
-            if type(param) is int and utf8:  # an integer, as text of unknown type
-                continue
+        kind = type(param)
+        if not (kind is int or (kind is str and "\x00" not in param)):
             values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
             types, formats = transformer.types, transformer.formats
             break
-    else:  # text of unknown type, as psycopg sends a str: the SQL casts it where needed
+    else:
         values, types, formats = [str(param).encode() for param in params], None, None
     with raw.lock:
         pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
         results = raw.wait(generators.execute(pgconn))
+    for result in results:
+        if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
+            raise errors.error_from_result(result, encoding="utf-8")
     result = results[-1]
-    if result.status != pq.ExecStatus.TUPLES_OK:
-        raise errors.error_from_result(result, encoding=raw.info.encoding)
-    transformer.set_pgresult(result)
-    try:
-        rows = transformer.load_rows(0, result.ntuples, tuple) if result.ntuples else []
-    finally:
-        transformer.set_pgresult(None)
+    rows = []
+    if result.ntuples:
+        transformer.set_pgresult(result)
+        try:
+            rows = transformer.load_rows(0, result.ntuples, tuple)
+        finally:
+            transformer.set_pgresult(None)
     if many:
         return rows, [result.fname(n).decode() for n in range(result.nfields)]
     return rows

@@ -82,8 +82,8 @@ class DropIdPatternIndex(migrations.operations.base.Operation):
     """PostgreSQL: drop the ``varchar_pattern_ops`` index Django adds beside a CharField key.
 
     Django makes it for ``LIKE 'abc%'`` on the id; nothing here asks that (the admin
-    searches ids case-insensitively, which that index cannot serve), yet every INSERT,
-    claim and completion wrote an entry in it. Other databases have no such index. No
+    finds a job by its exact id, through the primary key), yet every INSERT, claim and
+    completion wrote an entry in it. Other databases have no such index. No
     model state changes: Django does not track the index.
     """
 

@@ -8,12 +8,11 @@ own work before its commit. Here that is worked out once per connection and colu
 
 from __future__ import annotations
 
-import weakref
-
 from django.db import connections
 
-#: {connection: {(model, columns): plan}}; a connection's plans go with it.
-_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Where a connection wrapper keeps its plans, {(model, columns): plan}: on the wrapper, so
+#: they go with it (a weakly keyed mapping would keep it: the converters refer to it).
+_PLANS = "_dbjobs_row_plans"
 
 
 def jobs_from_cursor(model, using: str, cursor) -> list:
@@ -31,9 +30,9 @@ def jobs_from_rows(model, using: str, rows: list, names: list[str]) -> list:
     columns = tuple(names)
     # Per connection object: converters are bound to the connection they were made for.
     connection = connections[using]
-    plans = _plans.get(connection)
+    plans = connection.__dict__.get(_PLANS)
     if plans is None:
-        plans = _plans[connection] = {}
+        plans = connection.__dict__[_PLANS] = {}
     plan = plans.get((model, columns))
     if plan is None:
         plan = plans[(model, columns)] = _plan(model, connection, columns)

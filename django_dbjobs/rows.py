@@ -36,6 +36,8 @@ class FieldSpec:
     # A job left at the default: "p" made anew each time (the id), so a parameter;
     # "d" filled in by the database (run_at, enqueued_at); "c" a constant.
     unset: str = "c"
+    # A new job's value when it is not the default above: the DatabaseDefault marker.
+    initial: Any = MISSING
 
 
 _specs: list[FieldSpec] = []
@@ -50,7 +52,7 @@ def field_specs() -> list[FieldSpec]:
             made_anew = field.has_default() and callable(field.default) and field.default not in (list, dict)
             if made_anew or field.default in (list, dict):
                 make = field.default  # the id maker, or a fresh [] / {}
-            elif isinstance(sample, DatabaseDefault | list | dict):
+            elif isinstance(sample, list | dict):
                 make = field.get_default
             else:
                 make = None
@@ -63,6 +65,8 @@ def field_specs() -> list[FieldSpec]:
                     make=make,
                     default=MISSING if made_anew or isinstance(sample, DatabaseDefault) else sample,
                     unset="p" if made_anew else "d" if isinstance(sample, DatabaseDefault) else "c",
+                    # One marker for every new job: the database fills the column in.
+                    initial=sample if isinstance(sample, DatabaseDefault) else MISSING,
                 )
             )
         _specs = specs
@@ -98,7 +102,9 @@ def _recipe(given: tuple[str, ...]) -> tuple[dict, list, list]:
     recipe = _recipes.get(given)
     if recipe is None:
         names = [spec.attname for spec in field_specs()]
-        defaults = {spec.attname: spec.default for spec in field_specs()}
+        defaults = {
+            spec.attname: spec.default if spec.initial is MISSING else spec.initial for spec in field_specs()
+        }
         fresh = [
             (spec.attname, spec.make)
             for spec in field_specs()

@@ -131,6 +131,21 @@ def positional_payload(args: tuple | list, reject_nul: bool) -> tuple[list, str]
     if not args:
         _check_size(7)  # [[],{}]
         return [], "[]"
+    parts = []
+    for value in args:  # the usual arguments first: ASCII text, integers, None
+        kind = type(value)
+        if kind is str and value.isascii() and not (reject_nul and "\x00" in value):
+            parts.append(_encode_string(value))
+        elif kind is int:
+            parts.append(int.__repr__(value))
+        elif value is None:
+            parts.append("null")
+        else:
+            break
+    else:
+        text = f"[{', '.join(parts)}]"
+        _check_size(len(text) - (len(parts) - 1) + 5)  # as below
+        return list(args), text
     clean_args = [json_value(a, f"args[{i}]", reject_nul) for i, a in enumerate(args)]
     parts = _scalars_json(clean_args)
     if parts is None:

@@ -246,7 +246,13 @@ class Worker:
                 return
             # With every thread busy a finishing job wakes the loop: no need to look
             # for other processes' new jobs (no probe on MySQL/MariaDB).
-            self._waiter.wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
+            if (
+                self._waiter.wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
+                and not self._stopping
+            ):
+                # Woken: new jobs or a free thread. Claim now, the housekeeping above after:
+                # an idle worker's wake-up waits for nothing but its claim.
+                self.claimer.claim_free_slots()
 
     def _wait_time(self) -> float:
         due = self._acks.due_in()

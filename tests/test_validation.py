@@ -50,6 +50,7 @@ def test_nul_is_allowed_where_the_database_stores_it():
     [
         (),
         (1,),
+        ("ascii", 'quote " back \\ slash', "\n\t\x01\x7f", "", 0, -7, 10**30, None),
         ("plain", "é ü \u2603", 'quote " back \\ slash', "\n\t\x01", "", 0, -7, 10**30, None),
         (1.5, True, False),
         ([1, "two"], {"k": [None]}),
@@ -72,3 +73,13 @@ def test_positional_payload_text_is_what_save_stores_and_its_limit_is_payloads(a
     for check in (validation.positional_payload, lambda a, reject_nul: validation.payload(a, {}, reject_nul)):
         with pytest.raises(PayloadTooLarge):
             check(args, reject_nul=False)
+
+
+@pytest.mark.parametrize("args", [("a\x00b",), (1, "ok", "\x00")])
+def test_positional_payload_refuses_nul_where_the_database_cannot_store_it(args):
+    from django_dbjobs import validation
+    from django_dbjobs.exceptions import InvalidJobArguments
+
+    with pytest.raises(InvalidJobArguments, match=r"args\[\d\] contains a NUL"):
+        validation.positional_payload(args, reject_nul=True)
+    assert validation.positional_payload(args, reject_nul=False)[1] == json.dumps(list(args))

@@ -167,3 +167,28 @@ def test_postgresql_async_claim_commit_leaves_a_callers_transaction_durable():
         assert len(claimed) == 1
         assert synchronous_commit() == "on"
     assert statements and not any("synchronous_commit" in sql for sql, _params in statements)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_claimed_jobs_are_what_the_orm_reads_and_init_receivers_still_hear_them():
+    from django.db.models.signals import post_init
+
+    enqueue(jobs.echo, "é", 1, None, kwargs={"k": [1, 2]}, priority=3)
+    enqueue(jobs.add, 1, 2)
+    claimed = Job.objects.claim("w1", 1)
+    (job,) = claimed
+    again = Job.objects.get(pk=job.pk)
+    for field in Job._meta.concrete_fields:
+        assert getattr(job, field.attname) == getattr(again, field.attname), field.name
+    assert job._state.adding is False and job._state.db == "default"
+    heard = []
+
+    def receiver(sender, instance, **kwargs):
+        heard.append(instance.pk)
+
+    post_init.connect(receiver, sender=Job)
+    try:
+        (second,) = Job.objects.claim("w1", 1)
+    finally:
+        post_init.disconnect(receiver, sender=Job)
+    assert heard == [second.pk]

@@ -9,6 +9,9 @@ own work before its commit. Here that is worked out once per connection and colu
 from __future__ import annotations
 
 from django.db import connections
+from django.db.models import Model
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 #: Where a connection wrapper keeps its plans, {(model, columns): plan}: on the wrapper, so
 #: they go with it (a weakly keyed mapping would keep it: the converters refer to it).
@@ -37,6 +40,12 @@ def jobs_from_rows(model, using: str, rows: list, names: list[str]) -> list:
     if plan is None:
         plan = plans[(model, columns)] = _plan(model, connection, columns)
     order, converters = plan
+    # What from_db() does, without Model.__init__ when nothing listens to its signals and
+    # from_db() is Model's own: every concrete field's attribute set, then the state.
+    plain = model.from_db.__func__ is Model.from_db.__func__ and not any(
+        signal.receivers and signal.has_listeners(model) for signal in (pre_init, post_init)
+    )
+    attnames = [field.attname for field in model._meta.concrete_fields]
     instances = []
     for row in rows:
         values = [row[index] for index in order]
@@ -45,7 +54,15 @@ def jobs_from_rows(model, using: str, rows: list, names: list[str]) -> list:
             for function in functions:
                 value = function(value, field.cached_col, connection)
             values[position] = value
-        instances.append(model.from_db(using, None, values))
+        if plain:
+            instance = model.__new__(model)
+            attributes = dict(zip(attnames, values, strict=True))
+            state = attributes["_state"] = ModelState()
+            state.adding, state.db = False, using
+            instance.__dict__ = attributes
+        else:
+            instance = model.from_db(using, None, values)
+        instances.append(instance)
     return instances
 
 

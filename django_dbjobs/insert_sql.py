@@ -22,8 +22,8 @@ from .rows import FieldSpec, field_specs
 @dataclass(frozen=True)
 class Plan:
     head: str  # "INSERT INTO ... (...) VALUES " (or the whole statement, with unnest)
-    # One row of VALUES: SQL text, and the fields shared by all rows, whose values are
-    # written in as literals: ["(%s, ", <queue spec>, ", 'READY', 0, ...)"].
+    # One row of VALUES as SQL text, ["(%s, %s, 'READY', 0, ...)"] (with json_rows, the
+    # SELECT list): constants written in the code are literals, every value a parameter.
     row: list
     tail: str  # " RETURNING ..." or ""
     params: list  # the fields sent as a parameter for every row, in order
@@ -70,8 +70,6 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
         elif kind == "s" and unnest:  # one scalar parameter in the SELECT list
             values.append(json_placeholder if spec.is_json else "%s")
             shared.append(spec)
-        elif kind == "s":  # a literal in every row, filled in per statement
-            values.append(spec)
         elif unnest:
             # JSON and text columns travel as one JSON array each (made by the json module,
             # in C), not as a PostgreSQL array (quoted element by element in Python).
@@ -109,19 +107,10 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
             tail = f"{tail}) SELECT {cols} FROM inserted LIMIT 1"
         plan = Plan(head, [], tail, params, returning, unnest=True, shared=shared)
     elif json_rows:
-        select: list = []
-        for n, value in enumerate(values):
-            select += [", ", value] if n else [value]
         tail = " FROM json_each(%s)" + tail
-        plan = Plan(head + "SELECT ", select, tail, params, returning, json_rows=True)
+        plan = Plan(head + "SELECT ", [", ".join(values)], tail, params, returning, json_rows=True)
     else:
-        row: list = ["("]
-        for n, value in enumerate(values):
-            row += [", ", value] if n else [value]
-        row.append(")")
-        if all(isinstance(part, str) for part in row):
-            row = ["".join(row)]
-        plan = Plan(head + "VALUES ", row, tail, params, returning)
+        plan = Plan(head + "VALUES ", [f"({', '.join(values)})"], tail, params, returning)
     _plans[key] = plan
     return plan
 

@@ -4,10 +4,10 @@
 every row anew; for a one-row INSERT that costs more than the database's own work.
 Here the SQL is made once per database, row count and shape of row (insert_sql.py): a
 column still at its default (status, attempts, the empty error list, ...) is written into
-the SQL as a literal, only the job's own values travel as parameters (values shared by
-every row once), and the columns the database fills in (``run_at``, ``enqueued_at``: the
-database clock) are read back with ``RETURNING`` for one row; for many, the clock is read
-once (PostgreSQL: in the same statement).
+the SQL as a literal, only the job's own values travel as parameters (on PostgreSQL,
+values shared by every row once), and the columns the database fills in (``run_at``,
+``enqueued_at``: the database clock) are read back with ``RETURNING`` for one row; for
+many, the clock is read once (PostgreSQL: in the same statement).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def insert(
     columns from an INSERT, goes through ``bulk_create()``. `given` says that every
     job was made by build() or build_many() from values for these fields, so no row
     needs checking for fields changed since; of those, the `shared` ones have the
-    same value in every job (sent once, not once per row). `texts` (with `given`) holds,
+    same value in every job (sent once on PostgreSQL, not once per row). `texts` (with `given`) holds,
     for JSON fields, each job's value already as JSON text, in the order of `instances`.
     """
     connection = connections[using]
@@ -133,16 +133,6 @@ def _made_shape(given: frozenset, shared: frozenset) -> tuple:
 _made_shapes: dict[tuple, tuple] = {}
 
 
-def _shared_literal(connection, spec: FieldSpec, job: Job, quote) -> str:
-    """A value every row shares, as SQL text (a validated name, number or time)."""
-    value = db_param(connection, spec, getattr(job, spec.attname))
-    if value is None:
-        return "NULL"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return str(quote(str(value))).replace("%", "%%")
-
-
 def db_param(connection, spec: FieldSpec, value: Any) -> Any:
     if spec.is_json:
         return None if value is None else json.dumps(value)
@@ -188,14 +178,7 @@ def _execute(
             else [db_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
             for spec in plan.params
         ]
-        if len(plan.row) == 1:  # nothing shared written in: the row is fixed text
-            row_sql = plan.row[0]
-        else:
-            quote = connection.schema_editor().quote_value
-            row_sql = "".join(
-                part if isinstance(part, str) else _shared_literal(connection, part, first, quote)
-                for part in plan.row
-            )
+        (row_sql,) = plan.row
         if plan.json_rows:
             params = [json.dumps(list(zip(*columns, strict=True)))]
             sql = plan.head + row_sql + plan.tail

@@ -14,7 +14,7 @@ from .conf import settings
 from .exceptions import InvalidJob, InvalidJobArguments, PayloadTooLarge
 from .models.job import MAX_PRIORITY, MIN_PRIORITY
 
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}\Z")  # \Z: "$" would let a final newline through
 
 
 def json_value(value: Any, where: str, reject_nul: bool, clean: bool = False) -> Any:
@@ -209,13 +209,13 @@ def priority(value: Any) -> int:
         raise InvalidJob(f"priority must be an integer, not {value!r}.")
     if not MIN_PRIORITY <= value <= MAX_PRIORITY:
         raise InvalidJob(f"priority must be between {MIN_PRIORITY} and {MAX_PRIORITY}, not {value}.")
-    return int(value)  # a plain int (an IntEnum member included)
+    return int.__int__(value)  # a plain int, the one checked (an IntEnum member included)
 
 
 def max_attempts(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidJob(f"max_attempts must be a positive integer, not {value!r}.")
-    return int(value)
+    return int.__int__(value)
 
 
 def run_at(when: Any, delay: Any) -> datetime.datetime | None:

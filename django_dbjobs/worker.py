@@ -246,10 +246,8 @@ class Worker:
                 return
             # With every thread busy a finishing job wakes the loop: no need to look
             # for other processes' new jobs (no probe on MySQL/MariaDB).
-            if (
-                self._waiter.wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
-                and not self._stopping
-            ):
+            woken = self._waiter.wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
+            if woken and not self._stopping and (self._parent is None or os.getppid() == self._parent):
                 # Woken: new jobs or a free thread. Claim now, the housekeeping above after:
                 # an idle worker's wake-up waits for nothing but its claim.
                 self.claimer.claim_free_slots()

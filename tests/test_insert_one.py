@@ -11,7 +11,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_dbjobs import enqueue, insert_one
+from django_dbjobs import enqueue, enqueue_many, insert_one
 from django_dbjobs.db import libpq
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job
@@ -252,10 +252,19 @@ def test_a_queue_given_as_a_str_enum_member_is_stored_as_its_value():
     class Queue(str, enum.Enum):
         REPORTS = "reports"
 
-    assert enqueue(jobs.add, 1, 2, queue=Queue.REPORTS).queue == "reports"
-    assert type(Job.objects.get().queue) is str and Job.objects.get().queue == "reports"
+    class Priority(int, enum.Enum):
+        HIGH = 7
+
+    job = enqueue(jobs.add, 1, 2, queue=Queue.REPORTS, priority=Priority.HIGH)
+    assert type(job.queue) is str and job.queue == "reports"
+    assert type(job.priority) is int and job.priority == 7
+    many = enqueue_many(jobs.add, [(1, 2), (3, 4)], queue=Queue.REPORTS, priority=Priority.HIGH)
+    assert all(type(j.queue) is str for j in many)
     enqueue(jobs.add, 1, 2, queue="reports")
-    assert set(Job.objects.values_list("queue", flat=True)) == {"reports"}
+    assert set(Job.objects.values_list("queue", "priority")) == {("reports", 7), ("reports", 0)}
+    assert Job.objects.count() == 4
+    with pytest.raises(InvalidJob):
+        enqueue(jobs.add, 1, 2, queue="reports\n")
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq is PostgreSQL's")
@@ -272,3 +281,23 @@ def test_libpq_keeps_nothing_that_outlives_its_connection():
     del other
     gc.collect()
     assert raw() is None
+
+
+def test_a_patched_cursor_wrapper_sees_every_statement(direct, monkeypatch):
+    import functools
+
+    from django.db.backends.utils import CursorWrapper
+
+    seen = []
+    real = CursorWrapper.execute
+
+    @functools.wraps(real)  # as Sentry patches it: same name and module, other code
+    def traced(self, sql, params=None):
+        seen.append(sql)
+        return real(self, sql, params)
+
+    monkeypatch.setattr(CursorWrapper, "execute", traced)
+    enqueue(jobs.add, 1, 2)
+    Job.objects.claim("w1", 1)
+    assert any(sql.startswith("INSERT") for sql in seen)
+    assert any(sql.startswith("UPDATE") or "FOR UPDATE" in sql for sql in seen)

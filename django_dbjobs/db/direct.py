@@ -11,14 +11,18 @@ Only where nothing else hooks the connection's cursors: a statement goes through
 Django's cursor as before when something watches queries (``execute_wrapper()``, query
 logging under ``DEBUG`` or ``assertNumQueries``), when the backend is not Django's own
 (django-tenants sets the schema search path in its ``_cursor()``) or its cursor methods
-were replaced, when ``CursorWrapper.execute`` is patched (Sentry), or when psycopg's
-cursors are not Django's (an instrumented psycopg).
+were replaced (a test's ``_DatabaseFailure``, a ``connection_created`` receiver's hook),
+when ``CursorWrapper.execute`` is patched or wrapped (Sentry), or when psycopg's cursors
+are not Django's (an instrumented psycopg).
 """
 
 from __future__ import annotations
 
+import os
+import types
 from typing import Any
 
+import django
 from django.db.backends.utils import CursorWrapper
 
 from . import libpq
@@ -28,6 +32,8 @@ STOCK_BACKENDS = ("django.db.backends.", "django.contrib.gis.db.backends.")
 #: Hand-written statements kept in libpq's form; beyond this many the cache starts again.
 MAX_STATEMENTS = 1024
 _HOOKS = frozenset({"cursor", "_cursor", "create_cursor"})
+_DJANGO_DIR = os.path.dirname(django.__file__) + os.sep
+_stock_classes: dict[type, bool] = {}
 _statements: dict[str, bytes] = {}
 
 
@@ -41,6 +47,10 @@ def run(connection, sql: str, params: list[Any], many: bool = False):
                 return _fetched(cursor, many)
         connection.close_if_health_check_failed()  # what connection.cursor() does first
         connection.ensure_connection()
+        if not _unhooked(connection):  # connecting ran connection_created's receivers
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                return _fetched(cursor, many)
         connection.validate_no_broken_transaction()
         with connection.wrap_database_errors:
             if connection.vendor == "postgresql" and libpq.usable(connection.connection):
@@ -66,17 +76,35 @@ def run(connection, sql: str, params: list[Any], many: bool = False):
 
 
 def _unhooked(connection) -> bool:
-    """Whether run() may skip Django's cursor (see above)."""
-    if connection.execute_wrappers or connection.queries_logged:
+    """Whether run() may skip Django's cursor (see above): checked on every statement, but for
+    what the wrapper's class and Django's CursorWrapper say, which is worked out once."""
+    if connection.execute_wrappers or connection.queries_logged or _HOOKS & connection.__dict__.keys():
         return False
-    if CursorWrapper.execute.__module__ != "django.db.backends.utils":
-        return False
-    stock = connection.__dict__.get("_dbjobs_stock")
+    stock = _stock_classes.get(type(connection))
     if stock is None:
-        stock = connection.__dict__["_dbjobs_stock"] = type(connection).__module__.startswith(
-            STOCK_BACKENDS
-        ) and not (_HOOKS & connection.__dict__.keys())
-    return stock
+        stock = _stock_classes[type(connection)] = _stock(type(connection))
+    return stock and _django_function(CursorWrapper, "execute")
+
+
+def _stock(wrapper_class) -> bool:
+    """Whether `wrapper_class` is one of Django's own backends, its cursor methods Django's."""
+    if not wrapper_class.__module__.startswith(STOCK_BACKENDS):
+        return False
+    return all(_django_function(wrapper_class, name, inherited=True) for name in _HOOKS)
+
+
+def _django_function(owner: type, name: str, inherited: bool = False) -> bool:
+    """Whether `owner.name` is a function of Django's own code, and so is every function it
+    wraps (Django's @async_unsafe): not replaced, not wrapped by others (a patch made with
+    functools.wraps() keeps the name and module of what it wraps, not its code)."""
+    function = getattr(owner, name) if inherited else owner.__dict__.get(name)
+    while function is not None:
+        if type(function) is not types.FunctionType or not function.__code__.co_filename.startswith(
+            _DJANGO_DIR
+        ):
+            return False
+        function = getattr(function, "__wrapped__", None)
+    return True
 
 
 def _fetched(cursor, many: bool):

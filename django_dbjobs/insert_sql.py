@@ -22,8 +22,9 @@ from .rows import FieldSpec, field_specs
 @dataclass(frozen=True)
 class Plan:
     head: str  # "INSERT INTO ... (...) VALUES " (or the whole statement, with unnest)
-    # One row of VALUES as SQL text, ["(%s, %s, 'READY', 0, ...)"] (with json_rows, the
-    # SELECT list): constants written in the code are literals, every value a parameter.
+    # One row of VALUES (with json_rows, the SELECT list): SQL text, and on MySQL the fields
+    # shared by all rows, written in per statement by the driver's escaping (see plan()):
+    # ["(%s, ", <queue spec>, ", 'READY', 0, ...)"].
     row: list
     tail: str  # " RETURNING ..." or ""
     params: list  # the fields sent as a parameter for every row, in order
@@ -32,7 +33,7 @@ class Plan:
     # per column: a short statement whatever the row count, parsed far faster than long
     # VALUES lists. The values every row shares are scalar parameters before them.
     unnest: bool = False
-    shared: list = ()  # with unnest: the fields sent once, as scalar parameters
+    shared: list = ()  # with unnest or json_rows: the fields sent once, as scalar parameters
     # SQLite: ``INSERT ... SELECT ... FROM json_each(%s)``, every row's values in one JSON
     # parameter, `row` the SELECT list: the statement stays short, so parsing it costs
     # next to nothing, where a long VALUES list repeats each constant in every row.
@@ -67,9 +68,14 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
         columns.append(quote_name(field.column))
         if kind == "c":
             values.append(_literal(spec, quote).replace("%", "%%"))
-        elif kind == "s" and unnest:  # one scalar parameter in the SELECT list
+        elif kind == "s" and (unnest or json_rows):  # one scalar parameter in the SELECT list
             values.append(json_placeholder if spec.is_json else "%s")
             shared.append(spec)
+        elif kind == "s" and connection.vendor == "mysql":
+            # MySQLdb sends no parameters: it writes each into the statement, escaped by
+            # the connection's literal(). A value every row shares is written in once per
+            # statement by that same function (inserts.py), not escaped again for every row.
+            values.append(spec)
         elif unnest:
             # JSON and text columns travel as one JSON array each (made by the json module,
             # in C), not as a PostgreSQL array (quoted element by element in Python).
@@ -108,9 +114,17 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
         plan = Plan(head, [], tail, params, returning, unnest=True, shared=shared)
     elif json_rows:
         tail = " FROM json_each(%s)" + tail
-        plan = Plan(head + "SELECT ", [", ".join(values)], tail, params, returning, json_rows=True)
+        plan = Plan(
+            head + "SELECT ", [", ".join(values)], tail, params, returning, json_rows=True, shared=shared
+        )
     else:
-        plan = Plan(head + "VALUES ", [f"({', '.join(values)})"], tail, params, returning)
+        row: list = ["("]
+        for n, value in enumerate(values):
+            row += [", ", value] if n else [value]
+        row.append(")")
+        if all(isinstance(part, str) for part in row):
+            row = ["".join(row)]
+        plan = Plan(head + "VALUES ", row, tail, params, returning)
     _plans[key] = plan
     return plan
 

@@ -133,6 +133,18 @@ def _made_shape(given: frozenset, shared: frozenset) -> tuple:
 _made_shapes: dict[tuple, tuple] = {}
 
 
+def _driver_literal(connection):
+    """MySQL: a value as MySQLdb writes a parameter into a statement (its literal()), ``%``
+    doubled as the statement is formatted with the parameters after."""
+    raw = connection.connection
+
+    def literal(value: Any) -> str:
+        text = raw.literal(value)
+        return (text.decode() if isinstance(text, bytes) else text).replace("%", "%%")
+
+    return literal
+
+
 def db_param(connection, spec: FieldSpec, value: Any) -> Any:
     if spec.is_json:
         return None if value is None else json.dumps(value)
@@ -178,9 +190,19 @@ def _execute(
             else [db_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
             for spec in plan.params
         ]
-        (row_sql,) = plan.row
+        if len(plan.row) == 1:  # nothing written in per statement: the row is fixed text
+            row_sql = plan.row[0]
+        else:
+            literal = _driver_literal(connection)
+            row_sql = "".join(
+                part
+                if isinstance(part, str)
+                else literal(db_param(connection, part, getattr(first, part.attname)))
+                for part in plan.row
+            )
         if plan.json_rows:
-            params = [json.dumps(list(zip(*columns, strict=True)))]
+            params = [db_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
+            params.append(json.dumps(list(zip(*columns, strict=True))))
             sql = plan.head + row_sql + plan.tail
         else:
             params = [value for row in zip(*columns, strict=True) for value in row]

@@ -131,23 +131,12 @@ def positional_payload(args: tuple | list, reject_nul: bool) -> tuple[list, str]
     if not args:
         _check_size(7)  # [[],{}]
         return [], "[]"
-    parts = []
-    for value in args:  # the usual arguments first: ASCII text, integers, None
-        kind = type(value)
-        if kind is str and value.isascii() and not (reject_nul and "\x00" in value):
-            parts.append(_encode_string(value))
-        elif kind is int:
-            parts.append(int.__repr__(value))
-        elif value is None:
-            parts.append("null")
-        else:
-            break
+    parts = _scalars_json(args, unchecked=True, reject_nul=reject_nul)  # the usual arguments
+    if parts is not None:
+        clean_args = list(args)
     else:
-        text = f"[{', '.join(parts)}]"
-        _check_size(len(text) - (len(parts) - 1) + 5)  # as below
-        return list(args), text
-    clean_args = [json_value(a, f"args[{i}]", reject_nul) for i, a in enumerate(args)]
-    parts = _scalars_json(clean_args)
+        clean_args = [json_value(a, f"args[{i}]", reject_nul) for i, a in enumerate(args)]
+        parts = _scalars_json(clean_args)
     if parts is None:
         text, compact = json.dumps(clean_args), len(_COMPACT.encode(clean_args))
     else:
@@ -157,13 +146,19 @@ def positional_payload(args: tuple | list, reject_nul: bool) -> tuple[list, str]
     return clean_args, text
 
 
-def _scalars_json(values: list) -> list[str] | None:
+def _scalars_json(values, unchecked: bool = False, reject_nul: bool = False) -> list[str] | None:
     """Each of a list of strings, integers and None (the usual job arguments) as JSON, as
-    the json module writes it, without making an encoder for each list; None for anything else."""
+    the json module writes it, without making an encoder for each list; None for anything else.
+
+    With `unchecked` (values json_value() has not seen), text must also be ASCII without a
+    NUL the database rejects: anything else is left to json_value() (None).
+    """
     parts = []
     for value in values:
         kind = type(value)
         if kind is str:
+            if unchecked and (not value.isascii() or (reject_nul and "\x00" in value)):
+                return None
             parts.append(_encode_string(value))
         elif kind is int:
             parts.append(int.__repr__(value))

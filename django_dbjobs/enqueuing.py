@@ -20,7 +20,7 @@ from .conf import settings
 from .exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from .models import Job
 from .registry import JobFunction
-from .signals import job_enqueued
+from .signals import has_receivers, job_enqueued
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -278,7 +278,7 @@ def enqueue_many(
 
 
 def _enqueued(jobs: list[Job], using: str) -> None:
-    receivers = bool(job_enqueued.receivers) and job_enqueued.has_listeners(Job)
+    receivers = has_receivers(Job, job_enqueued)
     if receivers or logger.isEnabledFor(logging.DEBUG):  # else nothing to do per job
         for instance in jobs:
             if receivers:

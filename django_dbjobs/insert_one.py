@@ -18,7 +18,7 @@ from django.db import connections
 
 from . import insert_sql
 from .db import direct
-from .inserts import db_param, save_receivers
+from .inserts import db_param, save_receivers, set_returned
 from .models import Job
 from .rows import field_specs
 
@@ -42,11 +42,7 @@ def insert(instance: Job, given: frozenset, using: str) -> bool:
         statement = _statements[key] = _statement(connection, given)
     sql, params, returning = statement
     values = [db_param(connection, spec, getattr(instance, spec.attname)) for spec in params]
-    row = direct.run(connection, sql, values)
-    for (field, converters), value in zip(returning, row, strict=True):
-        for converter in converters:
-            value = converter(value, field.cached_col, connection)
-        setattr(instance, field.attname, value)
+    set_returned(connection, instance, returning, direct.run(connection, sql, values))
     instance._state.adding = False
     instance._state.db = using
     return True

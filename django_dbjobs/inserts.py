@@ -4,8 +4,8 @@
 every row anew; for a one-row INSERT that costs more than the database's own work.
 Here the SQL is made once per database, row count and shape of row (insert_sql.py): a
 column still at its default (status, attempts, the empty error list, ...) is written into
-the SQL as a literal, only the job's own values travel as parameters (on PostgreSQL,
-values shared by every row once), and the columns the database fills in (``run_at``,
+the SQL as a literal, only the job's own values travel as parameters (values shared by
+every row once per statement), and the columns the database fills in (``run_at``,
 ``enqueued_at``: the database clock) are read back with ``RETURNING`` for one row; for
 many, the clock is read once (PostgreSQL: in the same statement).
 """
@@ -22,6 +22,7 @@ from django.db.models.signals import post_save, pre_save
 from . import db, insert_sql
 from .models import Job
 from .rows import MISSING, FieldSpec, field_specs
+from .signals import has_receivers
 
 _PLAIN = (str, int, type(None))
 
@@ -43,7 +44,7 @@ def insert(
     columns from an INSERT, goes through ``bulk_create()``. `given` says that every
     job was made by build() or build_many() from values for these fields, so no row
     needs checking for fields changed since; of those, the `shared` ones have the
-    same value in every job (sent once on PostgreSQL, not once per row). `texts` (with `given`) holds,
+    same value in every job (sent once per statement, not once per row). `texts` (with `given`) holds,
     for JSON fields, each job's value already as JSON text, in the order of `instances`.
     """
     connection = connections[using]
@@ -80,10 +81,7 @@ def insert(
 
 def save_receivers() -> bool:
     """Whether Job's save signals have receivers (then a job from enqueue() is saved by save())."""
-    return bool(
-        (pre_save.receivers and pre_save.has_listeners(Job))
-        or (post_save.receivers and post_save.has_listeners(Job))
-    )
+    return has_receivers(Job, pre_save, post_save)
 
 
 def _clock_once(connection, shape: tuple, group: list[Job]) -> tuple:
@@ -221,7 +219,12 @@ def _execute(
     if plan.unnest:  # the one clock of the statement (see insert_sql.plan())
         rows = rows * len(chunk)
     for instance, row in zip(chunk, rows, strict=True):
-        for (field, converters), value in zip(plan.returning, row, strict=True):
-            for converter in converters:
-                value = converter(value, field.cached_col, connection)
-            setattr(instance, field.attname, value)
+        set_returned(connection, instance, plan.returning, row)
+
+
+def set_returned(connection, instance: Job, returning: list, row) -> None:
+    """Set the columns an INSERT read back (``RETURNING``): (field, converters) and their values."""
+    for (field, converters), value in zip(returning, row, strict=True):
+        for converter in converters:
+            value = converter(value, field.cached_col, connection)
+        setattr(instance, field.attname, value)

@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models.base import ModelState
 from django.db.models.expressions import DatabaseDefault
 from django.db.models.signals import post_init, pre_init
 
+from .db.rows_read import instance_of
 from .ids import new_id, new_ids
 from .models import Job
+from .signals import has_receivers
 
 MISSING = object()
 
@@ -75,25 +76,7 @@ def field_specs() -> list[FieldSpec]:
 
 def build(fields: dict[str, Any], using: str) -> Job:
     """Return ``Job(**fields)``, unsaved and bound to `using`, in a fraction of the time."""
-    if _init_receivers():
-        return build_many(fields, [{}], using)[0]
-    defaults, made, _names = _recipe(tuple(fields))
-    values = {**defaults, **fields}
-    for name, make in made:
-        values[name] = make()
-    instance = Job.__new__(Job)
-    state = values["_state"] = ModelState()
-    state.db = using
-    instance.__dict__ = values
-    return instance
-
-
-def _init_receivers() -> bool:
-    """Whether Job's init signals have receivers (then jobs are made by Model.__init__)."""
-    return bool(
-        (pre_init.receivers and pre_init.has_listeners(Job))
-        or (post_init.receivers and post_init.has_listeners(Job))
-    )
+    return build_many(fields, [{}], using)[0]
 
 
 def _recipe(given: tuple[str, ...]) -> tuple[dict, list, list]:
@@ -129,8 +112,7 @@ def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -
     # Model.__init__ only sets each field's attribute (no field of Job has a data
     # descriptor) between the init signals; without listeners, do just that: a copy of
     # one prepared attribute dict per job.
-    plain = not _init_receivers()
-    new = Job.__new__
+    plain = not has_receivers(Job, pre_init, post_init)
     jobs = []
     for fields in each:
         values = base.copy()
@@ -138,12 +120,9 @@ def build_many(common: dict[str, Any], each: list[dict[str, Any]], using: str) -
             values[name] = make()
         values.update(fields)
         if plain:
-            instance = new(Job)
-            state = values["_state"] = ModelState()
-            instance.__dict__ = values
+            jobs.append(instance_of(Job, values, using, adding=True))
         else:
             instance = Job(*(values[name] for name in names))
-            state = instance._state
-        state.db = using
-        jobs.append(instance)
+            instance._state.db = using
+            jobs.append(instance)
     return jobs

@@ -27,6 +27,11 @@ job_failed = Signal()
 schedule_fired = Signal()
 
 
+def has_receivers(sender, *signals: Signal) -> bool:
+    """Whether any of `signals` has a receiver for `sender` (the list first: most have none)."""
+    return any(signal.receivers and signal.has_listeners(sender) for signal in signals)
+
+
 def send(signal: Signal, sender=None, **kwargs) -> None:
     """Send `signal` from the worker: a receiver's exception is logged, never raised."""
     if not signal.receivers:  # the common case, and the cheapest test

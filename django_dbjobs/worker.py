@@ -223,7 +223,7 @@ class Worker:
                 self._scheduler.fire_if_due()
             self._pruner.prune_if_due()
             timeouts.enforce(self._job_stuck)
-            if self._parent is not None and os.getppid() != self._parent and not self._stopping:
+            if self._supervisor_gone() and not self._stopping:
                 logger.warning("Worker's supervisor is gone id=%s: stopping", self.id)
                 self.stop()
             if self._stopping:
@@ -247,10 +247,14 @@ class Worker:
             # With every thread busy a finishing job wakes the loop: no need to look
             # for other processes' new jobs (no probe on MySQL/MariaDB).
             woken = self._waiter.wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
-            if woken and not self._stopping and (self._parent is None or os.getppid() == self._parent):
+            if woken and not self._stopping and not self._supervisor_gone():
                 # Woken: new jobs or a free thread. Claim now, the housekeeping above after:
                 # an idle worker's wake-up waits for nothing but its claim.
                 self.claimer.claim_free_slots()
+
+    def _supervisor_gone(self) -> bool:
+        """Whether this worker was started by --processes and that process has gone."""
+        return self._parent is not None and os.getppid() != self._parent
 
     def _wait_time(self) -> float:
         due = self._acks.due_in()

@@ -101,7 +101,7 @@ def assert_lean_indexes():
         assert id_pattern_indexes() == []
 
 
-def test_new_jobs_write_no_running_index_entry_and_no_like_index():
+def test_the_job_table_has_the_running_jobs_index_and_no_like_index():
     assert_lean_indexes()
 
 

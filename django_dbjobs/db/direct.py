@@ -41,13 +41,9 @@ def run(connection, sql: str, params: list[Any], many: bool = False):
     """Run `sql` (``%s`` placeholders) on `connection`: its first row (None if none); with
     `many`, (every row, the column names)."""
     try:
-        if not _unhooked(connection):
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                return _fetched(cursor, many)
         connection.close_if_health_check_failed()  # what connection.cursor() does first
         connection.ensure_connection()
-        if not _unhooked(connection):  # connecting ran connection_created's receivers
+        if not _unhooked(connection):  # after connecting: connection_created's receivers ran
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
                 return _fetched(cursor, many)

@@ -13,6 +13,8 @@ from django.db.models import Model
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
+from ..signals import has_receivers
+
 #: Where a connection wrapper keeps its plans, {(model, columns): plan}: on the wrapper, so
 #: they go with it (a weakly keyed mapping would keep it: the converters refer to it).
 _PLANS = "_dbjobs_row_plans"
@@ -39,13 +41,10 @@ def jobs_from_rows(model, using: str, rows: list, names: list[str]) -> list:
     plan = plans.get((model, columns))
     if plan is None:
         plan = plans[(model, columns)] = _plan(model, connection, columns)
-    order, converters = plan
+    order, converters, attnames = plan
     # What from_db() does, without Model.__init__ when nothing listens to its signals and
     # from_db() is Model's own: every concrete field's attribute set, then the state.
-    plain = model.from_db.__func__ is Model.from_db.__func__ and not any(
-        signal.receivers and signal.has_listeners(model) for signal in (pre_init, post_init)
-    )
-    attnames = [field.attname for field in model._meta.concrete_fields]
+    plain = model.from_db.__func__ is Model.from_db.__func__ and not has_receivers(model, pre_init, post_init)
     instances = []
     for row in rows:
         values = [row[index] for index in order]
@@ -55,15 +54,26 @@ def jobs_from_rows(model, using: str, rows: list, names: list[str]) -> list:
                 value = function(value, field.cached_col, connection)
             values[position] = value
         if plain:
-            instance = model.__new__(model)
-            attributes = dict(zip(attnames, values, strict=True))
-            state = attributes["_state"] = ModelState()
-            state.adding, state.db = False, using
-            instance.__dict__ = attributes
+            instances.append(
+                instance_of(model, dict(zip(attnames, values, strict=True)), using, adding=False)
+            )
         else:
-            instance = model.from_db(using, None, values)
-        instances.append(instance)
+            instances.append(model.from_db(using, None, values))
     return instances
+
+
+def instance_of(model, attributes: dict, using: str, adding: bool):
+    """An instance of `model` with these attributes (every concrete field's, by attname), as
+    Model.__init__ leaves one when nothing listens to its signals: none of Job's fields has
+    a data descriptor, so setting each attribute is all it does. The dict becomes the
+    instance's own."""
+    instance = model.__new__(model)
+    state = attributes["_state"] = ModelState()
+    state.db = using
+    if not adding:
+        state.adding = False
+    instance.__dict__ = attributes
+    return instance
 
 
 def _plan(model, connection, columns: tuple) -> tuple:
@@ -79,4 +89,4 @@ def _plan(model, connection, columns: tuple) -> tuple:
         functions = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(connection)
         if functions:
             converters.append((position, field, functions))
-    return order, converters
+    return order, converters, [field.attname for field in fields]

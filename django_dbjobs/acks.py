@@ -43,13 +43,15 @@ class SuccessBatch:
         self._lock = threading.Lock()
 
     def add(self, job: Job, value: Any) -> None:
-        """Queue a success (called on the job's thread); wake the worker when the batch is full."""
+        """Queue a success (called on the job's thread); wake the worker when the batch starts
+        (its wait must end by the batch's due time) and when it is full."""
         with self._lock:
-            if not self._items:
+            first = not self._items
+            if first:
                 self._since = time.monotonic()
             self._items.append((job, value))
             full = len(self._items) >= settings.ACK_BATCH_SIZE
-        if full:
+        if first or full:
             self.wake.set()
 
     def pending_ids(self) -> set[str]:

@@ -149,6 +149,7 @@ class JobThreads:
         try:
             while (job := self._take()) is not None:
                 alone = job.isolation != Isolation.NONE
+                began = None
                 try:
                     if (
                         errors_seen != worker.database_errors
@@ -157,6 +158,7 @@ class JobThreads:
                         errors_seen = worker.database_errors
                         check_connections()
                     if worker.lease.may_start(job):
+                        began = time.monotonic()
                         execution.run(job, worker.id, on_success=worker._acks.add, outage=outage)
                 except BaseException:  # noqa: B036 - a job thread must never die
                     logger.exception(
@@ -168,7 +170,7 @@ class JobThreads:
                 finally:
                     self._gate.leave(alone)
                     last_job = time.monotonic()
-                    worker.job_done(job)
+                    worker.job_done(job, None if began is None else last_job - began)
                 if not_stored:  # after job_done(): the job is no longer held, so it is given back
                     worker.outcome_not_stored()
         finally:

@@ -53,6 +53,19 @@ class Armed:
 
 _armed: dict[int, Armed] = {}  # by thread ident
 _lock = threading.Lock()
+#: The events of the worker loops of this process: set when a deadline starts, so a loop
+#: waiting without one wakes to wait no longer than it.
+_loops: set[threading.Event] = set()
+
+
+def subscribe(event: threading.Event) -> None:
+    with _lock:
+        _loops.add(event)
+
+
+def unsubscribe(event: threading.Event) -> None:
+    with _lock:
+        _loops.discard(event)
 
 
 def arm(armed: Armed) -> None:
@@ -60,6 +73,9 @@ def arm(armed: Armed) -> None:
     armed.deadline = time.monotonic() + armed.seconds
     with _lock:
         _armed[armed.thread] = armed
+        loops = list(_loops)
+    for event in loops:
+        event.set()
 
 
 def disarm(armed: Armed) -> None:

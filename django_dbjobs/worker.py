@@ -63,7 +63,7 @@ class Worker:
             raise ValueError("concurrency must be at least 1.")
         if max_jobs is not None and max_jobs < 1:
             raise ValueError("max_jobs must be at least 1.")
-        self.prefetch = Prefetch(settings.PREFETCH if prefetch is None else prefetch)
+        self.prefetch = Prefetch(settings.PREFETCH if prefetch is None else prefetch, concurrency)
         self.queues = list(queues or [])
         self.concurrency = concurrency
         self.burst = burst
@@ -106,6 +106,7 @@ class Worker:
             signals.uninstall()
             raise
         wakeup.subscribe(self._wake)
+        timeouts.subscribe(self._wake)
         paused = self.claimer.paused
         self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
         try:
@@ -139,6 +140,7 @@ class Worker:
             self._shutdown()
             self._waiter.stop()
             wakeup.unsubscribe(self._wake)
+            timeouts.unsubscribe(self._wake)
             signals.uninstall()
 
     def _job_stuck(self, armed) -> None:
@@ -267,11 +269,21 @@ class Worker:
     def _quota_reached(self) -> bool:
         return self.max_jobs is not None and self.claimer.claimed >= self.max_jobs
 
-    def job_done(self, job: Job) -> None:
-        """A job thread is done with `job` (called on that thread)."""
+    def job_done(self, job: Job, seconds: float | None = None) -> None:
+        """A job thread is done with `job`, which ran `seconds` (None: it did not run); called
+        on that thread.
+
+        The loop is woken only when it may claim (a thread is about to want a job:
+        claim_free_slots() claims nothing while enough wait) or is stopping; the start of
+        a success batch and of a deadline wake it too (acks.py, timeouts.py). Woken after
+        every job, it ran its whole turn once a job, and with many worker processes sharing
+        few cores, each turn on cold caches cost them as much as the jobs.
+        """
         self._held.remove([job])
-        self.prefetch.job_finished()
-        self._wake.set()
+        if seconds is not None:
+            self.prefetch.job_finished(seconds)
+        if self._threads.queued() < self.concurrency or self._stopping:
+            self._wake.set()
 
     # Shutdown
 

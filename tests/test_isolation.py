@@ -23,7 +23,7 @@ def test_a_worker_holds_one_job_waiting_to_run_alone_and_gives_back_the_others()
     waiting = Job.objects.filter(priority__gte=8)  # the first three in claim order
     waiting.update(isolation=Isolation.WAITING)
     worker = Worker(concurrency=2, prefetch=10)
-    worker.prefetch._finished.extend([time.monotonic()] * 50)
+    worker.prefetch.job_finished(0.001)
     assert worker.claimer.claim_free_slots() == 4, "one waiting job and three others"
     held = Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id)
     assert held.filter(isolation=Isolation.WAITING).count() == 1
@@ -100,7 +100,7 @@ def test_prefetch_sizing_is_safe_while_job_threads_finish_jobs():
 
     def finish_jobs():
         while not stop.is_set():
-            prefetch.job_finished()
+            prefetch.job_finished(0.001)
 
     threads = [threading.Thread(target=finish_jobs) for _ in range(3)]
     for thread in threads:

@@ -7,28 +7,56 @@ from django.db import OperationalError
 
 from django_dbjobs import bulk_enqueue, prepare
 from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.prefetch import Prefetch
 from django_dbjobs.worker import Worker
 from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_prefetch_follows_recent_completions_up_to_the_setting():
+def test_prefetch_is_about_a_tenth_of_a_second_of_work_up_to_the_setting():
     worker = Worker(concurrency=2, prefetch=10)
     assert worker.prefetch.size() == 0, "a fresh worker claims only for its free threads"
-    now = time.monotonic()
-    worker.prefetch._finished.extend([now - 5] * 50)  # long ago: slow jobs
-    assert worker.prefetch.size() == 0
-    worker.prefetch._finished.extend([now] * 4)
+    worker.prefetch.job_finished(0.05)  # 2 threads, 50 ms a job: 4 jobs in 0.1 s
     assert worker.prefetch.size() == 4
-    worker.prefetch._finished.extend([now] * 40)
+    for _ in range(100):
+        worker.prefetch.job_finished(0.001)  # fast jobs: capped by the setting
     assert worker.prefetch.size() == 10
+    for _ in range(100):
+        worker.prefetch.job_finished(1.0)  # slow jobs: none ahead
+    assert worker.prefetch.size() == 0
+
+
+def test_prefetch_pace_is_a_running_mean_of_job_times():
+    prefetch = Prefetch(1000, threads=1)
+    prefetch.job_finished(0.01)
+    assert prefetch.size() == 10
+    prefetch.job_finished(0.21)  # one slow job moves the mean a tenth of the way: 0.03 s
+    assert prefetch.size() == 3
+
+
+def test_an_idle_worker_claims_only_for_its_threads():
+    prefetch = Prefetch(100, threads=1)
+    prefetch.job_finished(0.001)
+    assert prefetch.size() == 100
+    prefetch._last -= 1  # nothing finished for a second
+    assert prefetch.size() == 0, "after idling, a burst is shared with the other workers"
+
+
+def test_a_busy_process_gets_full_claims_however_rarely_it_runs():
+    """The pace is each job's own time, not the rate of finishing: a process that is off its
+    core most of the time (many processes, few cores) still claims what it can run."""
+    prefetch = Prefetch(100, threads=1)
+    for _ in range(20):
+        prefetch.job_finished(0.0002)
+        time.sleep(0.004)  # descheduled between jobs: 5 jobs in 0.1 s
+    assert prefetch.size() == 100
 
 
 def test_claim_takes_free_threads_plus_prefetch_in_one_go():
     bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
     worker = Worker(concurrency=2, prefetch=10)
-    worker.prefetch._finished.extend([time.monotonic()] * 50)
+    worker.prefetch.job_finished(0.001)  # fast jobs: a full prefetch
     assert worker.claimer.claim_free_slots() == 12
     assert Job.objects.filter(status=JobStatus.RUNNING, worker=worker.id).count() == 12
 
@@ -36,7 +64,7 @@ def test_claim_takes_free_threads_plus_prefetch_in_one_go():
 def test_stopping_releases_prefetched_jobs_no_thread_started():
     bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
     worker = Worker(concurrency=2, prefetch=10)
-    worker.prefetch._finished.extend([time.monotonic()] * 50)
+    worker.prefetch.job_finished(0.001)  # fast jobs: a full prefetch
     worker.claimer.claim_free_slots()  # no threads are running: all 12 wait in the queue
     lost = next(iter(worker._held.ids()))
     Job.objects.filter(pk=lost).update(worker="new-owner")  # swept and taken meanwhile
@@ -50,7 +78,7 @@ def test_stopping_releases_prefetched_jobs_no_thread_started():
 def test_batched_successes_are_stored_together_and_fenced():
     bulk_enqueue(prepare(jobs.add, i, 1) for i in range(5))
     worker = Worker(concurrency=1, prefetch=10)
-    worker.prefetch._finished.extend([time.monotonic()] * 50)
+    worker.prefetch.job_finished(0.001)  # fast jobs: a full prefetch
     worker.claimer.claim_free_slots()
     claimed = worker._held.all()
     Job.objects.filter(pk=claimed[0].pk).update(worker="someone-else")  # lost to a sweep
@@ -127,3 +155,66 @@ def test_a_claim_that_committed_but_lost_its_answer_is_given_back_before_the_nex
     assert not Job.objects.filter(status=JobStatus.READY, attempts__gt=0).exists()
     worker._acks.flush(force=True)
     assert Job.objects.get(pk=done.pk).return_value == 42, "a pending success is not given back"
+
+
+def test_a_finished_job_wakes_the_loop_only_when_a_thread_will_want_a_job():
+    """Woken after every job, the loop ran a whole turn per job (see Worker.job_done())."""
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(5))
+    worker = Worker(concurrency=1, prefetch=10)
+    worker.prefetch.job_finished(0.001)
+    assert worker.claimer.claim_free_slots() == 5  # no threads run: all 5 wait in the queue
+    seen = []
+    for _ in range(5):
+        job = worker._threads._tasks.get_nowait()  # as the job thread takes one and runs it
+        worker._wake.clear()
+        worker.job_done(job, 0.001)
+        seen.append((worker._threads.queued(), worker._wake.is_set()))
+    assert seen == [(4, False), (3, False), (2, False), (1, False), (0, True)], "woken as the queue runs dry"
+
+
+def test_a_finished_job_wakes_a_stopping_worker():
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(3))
+    worker = Worker(concurrency=1, prefetch=10)
+    worker.prefetch.job_finished(0.001)
+    assert worker.claimer.claim_free_slots() == 3
+    worker._stopping = True
+    worker._wake.clear()
+    worker.job_done(worker._threads._tasks.get_nowait(), 0.001)
+    assert worker._threads.queued() == 2
+    assert worker._wake.is_set(), "a stopping worker waits for its jobs to finish"
+
+
+def test_the_first_success_of_a_batch_wakes_the_loop_to_store_it_in_time():
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(3))
+    worker = Worker(concurrency=1, prefetch=10)
+    worker.prefetch.job_finished(0.001)
+    worker.claimer.claim_free_slots()
+    first, second, _third = worker._held.all()
+    worker._wake.clear()
+    worker._acks.add(first, 1)
+    assert worker._wake.is_set(), "the loop must wait no longer than DBJOBS_ACK_DELAY"
+    worker._wake.clear()
+    worker._acks.add(second, 2)
+    assert not worker._wake.is_set(), "the batch's due time is known already"
+    assert worker._acks.due_in() is not None
+
+
+def test_a_job_deadline_wakes_the_loops_of_its_process():
+    import threading
+
+    from django_dbjobs import timeouts
+
+    event = threading.Event()
+    timeouts.subscribe(event)
+    armed = timeouts.Armed(job=None, thread=threading.get_ident(), seconds=30.0, deadline=0.0)
+    try:
+        timeouts.arm(armed)
+        assert event.is_set(), "a loop waiting the poll interval must wait no longer than the deadline"
+        assert 29 < timeouts.due_in() <= 30
+    finally:
+        timeouts.disarm(armed)
+        timeouts.unsubscribe(event)
+    event.clear()
+    timeouts.arm(armed)
+    timeouts.disarm(armed)
+    assert not event.is_set(), "unsubscribed"

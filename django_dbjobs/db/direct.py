@@ -19,31 +19,43 @@ are not Django's (an instrumented psycopg).
 from __future__ import annotations
 
 import os
+import re
 import types
 from typing import Any
 
 import django
+from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from . import libpq
 
 #: Where Django's own backends are defined (the GIS ones subclass them, hooking nothing).
 STOCK_BACKENDS = ("django.db.backends.", "django.contrib.gis.db.backends.")
-#: Hand-written statements kept in libpq's form; beyond this many the cache starts again.
+#: Hand-written statements kept in the driver's form (libpq's, or SQLite's ``?``); beyond
+#: this many the cache starts again.
 MAX_STATEMENTS = 1024
 _HOOKS = frozenset({"cursor", "_cursor", "create_cursor"})
 _DJANGO_DIR = os.path.dirname(django.__file__) + os.sep
 _stock_classes: dict[type, bool] = {}
-_statements: dict[str, bytes] = {}
+_statements: dict[str, bytes | str] = {}
+_FORMAT_PLACEHOLDER = re.compile(r"(?<!%)%s")
 
 
-def run(connection, sql: str, params: list[Any], many: bool = False):
+def run(connection, sql: str, params: list[Any], many: bool = False, without_sort: bool = False):
     """Run `sql` (``%s`` placeholders) on `connection`: its first row (None if none); with
-    `many`, (every row, the column names)."""
+    `many`, (every row, the column names).
+
+    With `without_sort` (PostgreSQL; ignored elsewhere), `sql` is planned with ``enable_sort``
+    off, which leaves only the plans that read an index in the order asked for: see
+    claims.claim_jobs().
+    """
+    without_sort = without_sort and connection.vendor == "postgresql"
     try:
         connection.close_if_health_check_failed()  # what connection.cursor() does first
         connection.ensure_connection()
         if not _unhooked(connection):  # after connecting: connection_created's receivers ran
+            if without_sort:
+                return _run_without_sort(connection, sql, params, many)
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
                 return _fetched(cursor, many)
@@ -55,10 +67,18 @@ def run(connection, sql: str, params: list[Any], many: bool = False):
                     if len(_statements) >= MAX_STATEMENTS:
                         _statements.clear()
                     statement = _statements[sql] = libpq.query(sql)[0]
-                done = libpq.run(connection, statement, params, many)
+                done = libpq.run(connection, statement, params, many, without_sort)
                 if done is not None:
                     return done if many else (done[0] if done else None)
-            cursor = connection.create_cursor()
+            if without_sort:
+                return _run_without_sort(connection, sql, params, many)
+            if connection.vendor == "sqlite":
+                # The driver's own cursor, given the statement in its form (? placeholders)
+                # made once: Django's converts it again on every call.
+                cursor = connection.connection.cursor()
+                sql = _qmark(sql)
+            else:
+                cursor = connection.create_cursor()
             try:
                 cursor.execute(sql, params)
                 return _fetched(cursor, many)
@@ -69,6 +89,29 @@ def run(connection, sql: str, params: list[Any], many: bool = False):
             connection.needs_rollback = True
             connection.rollback_exc = exc
         raise
+
+
+def _qmark(sql: str) -> str:
+    """SQLite: `sql` with ``?`` placeholders, as Django's SQLiteCursorWrapper converts it."""
+    statement = _statements.get(sql)
+    if statement is None:
+        if len(_statements) >= MAX_STATEMENTS:
+            _statements.clear()
+        statement = _statements[sql] = _FORMAT_PLACEHOLDER.sub("?", sql).replace("%%", "%")
+    return statement
+
+
+def _run_without_sort(connection, sql: str, params: list[Any], many: bool):
+    """PostgreSQL through Django's cursor: `sql` with enable_sort off for it alone, in a
+    transaction of its own in autocommit (three more round trips; libpq.run() needs none)."""
+    within = not connection.get_autocommit()
+    with transaction.atomic(using=connection.alias, savepoint=False), connection.cursor() as cursor:
+        cursor.execute((libpq.SORT_OFF_IN_TRANSACTION if within else libpq.SORT_OFF).decode())
+        cursor.execute(sql, params)
+        fetched = _fetched(cursor, many)
+        if within:
+            cursor.execute(libpq.SORT_BACK.decode())
+    return fetched
 
 
 def _unhooked(connection) -> bool:

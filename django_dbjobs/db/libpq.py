@@ -21,6 +21,7 @@ change for the cursor, or a psycopg without these parts.
 
 from __future__ import annotations
 
+import collections
 import re
 from typing import Any
 
@@ -62,13 +63,62 @@ def usable(raw: Any) -> bool:
     return getattr(factory, "__module__", "").startswith(DJANGO_CURSORS)
 
 
+#: enable_sort off until the end of the transaction: in autocommit, the pipeline's own
+#: (implicit) transaction, so a single statement's planning and nothing else.
+SORT_OFF = b"SELECT set_config('enable_sort', 'off', true)"
+#: The same inside the caller's transaction, keeping its setting to put back (SORT_BACK).
+SORT_OFF_IN_TRANSACTION = (
+    b"SELECT set_config('dbjobs.enable_sort', current_setting('enable_sort'), true),"
+    b" set_config('enable_sort', 'off', true)"
+)
+SORT_BACK = b"SELECT set_config('enable_sort', current_setting('dbjobs.enable_sort'), true)"
+
+
+def _pipelines() -> bool:
+    """Whether this psycopg and its libpq (14 or later) have pipeline mode."""
+    global _PIPELINES
+    if _PIPELINES is None:
+        _PIPELINES = hasattr(generators, "pipeline_communicate") and psycopg.Pipeline.is_supported()
+    return _PIPELINES
+
+
+_PIPELINES: bool | None = None
+
+
+def _pipelined(raw, commands: list[tuple]) -> list:
+    """Send `commands` ((statement, values, types, formats) each) in one pipeline ending in a
+    Sync, and return their results. One round trip; in autocommit, one implicit transaction
+    that commits at the Sync, or rolls back there if a statement failed (those after it are
+    skipped)."""
+    pgconn = raw.pgconn
+    pgconn.enter_pipeline_mode()
+    try:
+        for statement, values, types, formats in commands:
+            pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
+        pgconn.pipeline_sync()
+        results: list = []
+        while not results or results[-1].status != pq.ExecStatus.PIPELINE_SYNC:
+            for batch in raw.wait(generators.pipeline_communicate(pgconn, collections.deque())):
+                results.extend(batch)
+    finally:
+        try:
+            pgconn.exit_pipeline_mode()
+        except psycopg.Error:  # interrupted with results unread: the connection is unusable
+            pgconn.finish()
+    return results[:-1]
+
+
 #: Where Django's psycopg cursor classes are defined.
 DJANGO_CURSORS = "django.db.backends.postgresql."
 
 
-def run(connection, statement: bytes, params: list[Any], many: bool = False):
+def run(connection, statement: bytes, params: list[Any], many: bool = False, without_sort: bool = False):
     """Run `statement` (made by query()) on Django's PostgreSQL `connection`; return its rows
     (a list, empty if none) and, with `many`, the column names with them.
+
+    With `without_sort`, the statement is planned with ``enable_sort`` off: in one pipeline
+    (one round trip) after a statement that turns it off for the transaction only, and,
+    inside the caller's transaction, before one that puts it back.
 
     The connection must be open (``ensure_connection()``). None: not run, use a cursor.
     """
@@ -78,6 +128,8 @@ def run(connection, statement: bytes, params: list[Any], many: bool = False):
     if raw._pipeline is not None or not (
         status == pq.TransactionStatus.INTRANS or (status == pq.TransactionStatus.IDLE and raw.autocommit)
     ):
+        return None
+    if without_sort and not _pipelines():
         return None
     state = getattr(connection, _STATE, None)
     if state is None or state[0] is not raw:
@@ -98,12 +150,21 @@ def run(connection, statement: bytes, params: list[Any], many: bool = False):
     else:
         values, types, formats = [str(param).encode() for param in params], None, None
     with raw.lock:
-        pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
-        results = raw.wait(generators.execute(pgconn))
+        if without_sort:
+            within = status == pq.TransactionStatus.INTRANS
+            results = _pipelined(
+                raw,
+                [(SORT_OFF_IN_TRANSACTION if within else SORT_OFF, None, None, None)]
+                + [(statement, values, types, formats)]
+                + ([(SORT_BACK, None, None, None)] if within else []),
+            )
+        else:
+            pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
+            results = raw.wait(generators.execute(pgconn))
     for result in results:
         if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
             raise errors.error_from_result(result, encoding="utf-8")
-    result = results[-1]
+    result = results[1] if without_sort else results[-1]
     rows = []
     if result.ntuples:
         transformer.set_pgresult(result)

@@ -38,6 +38,8 @@ class Claimer:
         self.claimed = 0
         self.paused = PausedQueues(worker.id, worker.using, worker.queues)
         self._came_empty_at = float("-inf")
+        #: The last claim found fewer due jobs than it asked for.
+        self.came_short = False
 
     def free_slots(self) -> int:
         """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
@@ -52,6 +54,7 @@ class Claimer:
     def claim_free_slots(self) -> int | None:
         """Claim due jobs for the free slots; return how many, None after an error (already paused)."""
         worker = self.worker
+        self.came_short = False
         free = self.free_slots()
         if free <= 0:
             return 0
@@ -67,6 +70,7 @@ class Claimer:
         if jobs is None:
             self.in_doubt = True
             return None
+        self.came_short = len(jobs) < free
         if not jobs:
             self._came_empty_at = time.monotonic()
         was_idle = not worker._held

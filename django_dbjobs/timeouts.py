@@ -53,19 +53,27 @@ class Armed:
 
 _armed: dict[int, Armed] = {}  # by thread ident
 _lock = threading.Lock()
-#: The events of the worker loops of this process: set when a deadline starts, so a loop
-#: waiting without one wakes to wait no longer than it.
-_loops: set[threading.Event] = set()
+#: The event of each worker loop of this process, and when that loop next looks at the
+#: deadlines (monotonic; 0 while it runs its turn, which ends by looking at them): a
+#: deadline starting before that sets the event, so no loop sleeps past a deadline.
+_loops: dict[threading.Event, float] = {}
 
 
 def subscribe(event: threading.Event) -> None:
     with _lock:
-        _loops.add(event)
+        _loops[event] = 0.0
 
 
 def unsubscribe(event: threading.Event) -> None:
     with _lock:
-        _loops.discard(event)
+        _loops.pop(event, None)
+
+
+def looks_at(event: threading.Event, when: float) -> None:
+    """A worker loop says when it next looks at the deadlines (before it waits)."""
+    with _lock:
+        if event in _loops:
+            _loops[event] = when
 
 
 def arm(armed: Armed) -> None:
@@ -73,8 +81,8 @@ def arm(armed: Armed) -> None:
     armed.deadline = time.monotonic() + armed.seconds
     with _lock:
         _armed[armed.thread] = armed
-        loops = list(_loops)
-    for event in loops:
+        late = [event for event, when in _loops.items() if when > armed.deadline]
+    for event in late:
         event.set()
 
 

@@ -73,7 +73,11 @@ class Worker:
         self.using = using
         self.id = new_worker_id()
         self._held = HeldJobs()
+        # Ends the loop's wait, whoever sets it: new jobs (wakeup.py), a thread that will want
+        # a job, a stop, a success batch or a deadline starting, an outcome not stored. The
+        # loop looks at everything on each turn, so it need not know which.
         self._wake = threading.Event()
+        self._drained = False  # see _loop()
         self._stopping = False
         self._forced = threading.Event()
         self.lease = Lease(self)
@@ -231,7 +235,13 @@ class Worker:
             if self._stopping:
                 continue
             self._acks.flush()
-            claimed = self.claimer.claim_free_slots()
+            if self._drained:
+                # The wake-up's claim found fewer due jobs than it asked for, a moment ago:
+                # another now would find none, and would only hold the interpreter while the
+                # jobs it took start. Whatever comes next sets the event.
+                self._drained, claimed = False, 0
+            else:
+                claimed = self.claimer.claim_free_slots()
             if claimed is None:
                 continue  # database error: already paused
             if claimed:
@@ -248,11 +258,15 @@ class Worker:
                 return
             # With every thread busy a finishing job wakes the loop: no need to look
             # for other processes' new jobs (no probe on MySQL/MariaDB).
-            woken = self._waiter.wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
+            timeouts.looks_at(self._wake, float("inf"))  # a deadline armed from now on wakes it
+            wait = self._wait_time()
+            timeouts.looks_at(self._wake, time.monotonic() + wait)
+            woken = self._waiter.wait(wait, probe=self.claimer.free_slots() > 0)
             if woken and not self._stopping and not self._supervisor_gone():
                 # Woken: new jobs or a free thread. Claim now, the housekeeping above after:
                 # an idle worker's wake-up waits for nothing but its claim.
                 self.claimer.claim_free_slots()
+                self._drained = self.claimer.came_short
 
     def _supervisor_gone(self) -> bool:
         """Whether this worker was started by --processes and that process has gone."""
@@ -273,11 +287,13 @@ class Worker:
         """A job thread is done with `job`, which ran `seconds` (None: it did not run); called
         on that thread.
 
-        The loop is woken only when it may claim (a thread is about to want a job:
-        claim_free_slots() claims nothing while enough wait) or is stopping; the start of
-        a success batch and of a deadline wake it too (acks.py, timeouts.py). Woken after
-        every job, it ran its whole turn once a job, and with many worker processes sharing
-        few cores, each turn on cold caches cost them as much as the jobs.
+        The loop is woken only when it may claim (fewer jobs wait than there are threads:
+        claim_free_slots() claims nothing while enough wait) or is stopping; a thread taking
+        the last waiting jobs wakes it too (job_threads.py), so it claims while they run,
+        and so do the start of a success batch and a deadline it must not sleep past
+        (acks.py, timeouts.py). Woken after every job, it ran its whole turn once a job,
+        and with many worker processes sharing few cores, each turn on cold caches cost
+        them as much as the jobs.
         """
         self._held.remove([job])
         if seconds is not None:

@@ -42,7 +42,9 @@ def claim_plan(through_django: bool = False) -> str:
 
     with connection.execute_wrapper(capture):  # a hook on the cursor: Django's cursor runs it
         rows, _names = direct.run(connection, f"EXPLAIN {sql}", params, many=True, without_sort=True)
-    assert any("set_config('enable_sort', 'off', true)" in statement for statement in statements)
+    assert "set_config('enable_sort', 'off', true)" in statements[0]
+    if connection.get_autocommit():
+        assert len(statements) == 1, "one query holding both statements: one round trip"
     return "\n".join(row[0] for row in rows)
 
 
@@ -92,14 +94,34 @@ def test_claims_in_order_with_the_planner_preferring_to_sort(backlog):
 
 
 def test_an_error_in_the_pipeline_is_raised_and_leaves_the_connection_usable():
+    from psycopg import pq
+
+    def out_of_pipeline_mode():
+        return connection.connection.pgconn.pipeline_status == pq.PipelineStatus.OFF
+
     with pytest.raises(DatabaseError, match="division by zero"):
         direct.run(connection, "SELECT 1 / %s", [0], without_sort=True)
+    assert out_of_pipeline_mode()
     assert connection.get_autocommit()
     assert setting("enable_sort") == "on"
-    assert direct.run(connection, "SELECT 1 + %s", [1], without_sort=True) == (2,)
+    assert direct.run(connection, "SELECT 1 + %s", [1]) == (2,)
+    assert direct.run(connection, "SELECT 1 + %s", [2], without_sort=True) == (3,)
     with pytest.raises(DatabaseError), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")  # the transaction has begun: libpq.run() takes the next
         try:
             direct.run(connection, "SELECT 1 / %s", [0], without_sort=True)
         finally:
+            assert out_of_pipeline_mode()
             assert connection.needs_rollback, "the caller's transaction is marked for rollback"
+    assert setting("enable_sort") == "on"
     assert direct.run(connection, "SELECT 2", [], without_sort=True) == (2,)
+
+
+def test_an_error_through_djangos_cursor_leaves_the_connection_usable():
+    with connection.execute_wrapper(lambda execute, *args: execute(*args)):
+        with pytest.raises(DatabaseError, match="division by zero"):
+            direct.run(connection, "SELECT 1 / %s", [0], without_sort=True)
+        assert connection.get_autocommit()
+        assert setting("enable_sort") == "on"
+        assert direct.run(connection, "SELECT 1 + %s", [1], without_sort=True) == (2,)

@@ -10,7 +10,6 @@ from django.db.models.functions import Now
 from django_dbjobs import bulk_enqueue, prepare
 from django_dbjobs.job_threads import AloneGate
 from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
-from django_dbjobs.prefetch import Prefetch
 from django_dbjobs.sweep import Sweeper
 from django_dbjobs.worker import Worker
 from tests import jobs
@@ -91,32 +90,6 @@ def test_a_job_that_must_run_alone_waits_for_the_others_and_holds_them_back():
         "later starts",
         "later ends",
     ]
-
-
-def test_prefetch_sizing_is_safe_while_job_threads_finish_jobs():
-    prefetch = Prefetch(100)
-    stop = threading.Event()
-    errors = []
-
-    def finish_jobs():
-        while not stop.is_set():
-            prefetch.job_finished(0.001)
-
-    threads = [threading.Thread(target=finish_jobs) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    try:
-        deadline = time.monotonic() + 1
-        while time.monotonic() < deadline:
-            try:
-                assert 0 <= prefetch.size() <= 100
-            except RuntimeError as exc:  # "deque mutated during iteration"
-                errors.append(exc)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
-    assert errors == []
 
 
 def test_a_burst_worker_recovers_a_dead_workers_jobs_before_it_exits(settings):

@@ -157,19 +157,27 @@ def test_a_claim_that_committed_but_lost_its_answer_is_given_back_before_the_nex
     assert Job.objects.get(pk=done.pk).return_value == 42, "a pending success is not given back"
 
 
-def test_a_finished_job_wakes_the_loop_only_when_a_thread_will_want_a_job():
+def test_the_loop_is_woken_only_when_a_thread_will_want_a_job():
     """Woken after every job, the loop ran a whole turn per job (see Worker.job_done())."""
     bulk_enqueue(prepare(jobs.add, i, i) for i in range(5))
     worker = Worker(concurrency=1, prefetch=10)
     worker.prefetch.job_finished(0.001)
     assert worker.claimer.claim_free_slots() == 5  # no threads run: all 5 wait in the queue
     seen = []
-    for _ in range(5):
-        job = worker._threads._tasks.get_nowait()  # as the job thread takes one and runs it
+    for _ in range(5):  # as the job thread takes a job, runs it, and is done with it
+        worker._wake.clear()
+        job = worker._threads._take()
+        taken = worker._wake.is_set()
         worker._wake.clear()
         worker.job_done(job, 0.001)
-        seen.append((worker._threads.queued(), worker._wake.is_set()))
-    assert seen == [(4, False), (3, False), (2, False), (1, False), (0, True)], "woken as the queue runs dry"
+        seen.append((worker._threads.queued(), taken, worker._wake.is_set()))
+    assert seen == [
+        (4, False, False),
+        (3, False, False),
+        (2, False, False),
+        (1, False, False),
+        (0, True, True),  # the last one taken: claim while it runs; done: nothing to take
+    ]
 
 
 def test_a_finished_job_wakes_a_stopping_worker():
@@ -199,7 +207,7 @@ def test_the_first_success_of_a_batch_wakes_the_loop_to_store_it_in_time():
     assert worker._acks.due_in() is not None
 
 
-def test_a_job_deadline_wakes_the_loops_of_its_process():
+def test_a_job_deadline_wakes_a_loop_that_would_sleep_past_it():
     import threading
 
     from django_dbjobs import timeouts
@@ -208,13 +216,42 @@ def test_a_job_deadline_wakes_the_loops_of_its_process():
     timeouts.subscribe(event)
     armed = timeouts.Armed(job=None, thread=threading.get_ident(), seconds=30.0, deadline=0.0)
     try:
+        timeouts.looks_at(event, time.monotonic() + 60)  # a loop waiting a minute
         timeouts.arm(armed)
-        assert event.is_set(), "a loop waiting the poll interval must wait no longer than the deadline"
+        assert event.is_set(), "the loop must wait no longer than the deadline"
         assert 29 < timeouts.due_in() <= 30
-    finally:
         timeouts.disarm(armed)
+        event.clear()
+        timeouts.looks_at(event, time.monotonic() + 1)  # back within a second: in time
+        timeouts.arm(armed)
+        assert not event.is_set(), "a loop that looks again before the deadline is left alone"
+        timeouts.disarm(armed)
+    finally:
         timeouts.unsubscribe(event)
-    event.clear()
     timeouts.arm(armed)
     timeouts.disarm(armed)
     assert not event.is_set(), "unsubscribed"
+
+
+def test_taking_a_job_wakes_the_loop_when_fewer_than_the_threads_are_left_waiting():
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(4))
+    worker = Worker(concurrency=2, prefetch=10)
+    worker.prefetch.job_finished(0.001)
+    assert worker.claimer.claim_free_slots() == 4
+    assert worker.claimer.came_short, "4 due jobs for 12 free slots"
+    woken = []
+    for _ in range(4):
+        worker._wake.clear()
+        worker._threads._take()
+        woken.append((worker._threads.queued(), worker._wake.is_set()))
+    assert woken == [(3, False), (2, False), (1, True), (0, False)], "only as it falls below the threads"
+
+
+def test_a_claim_that_fills_its_slots_is_not_short():
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
+    worker = Worker(concurrency=2, prefetch=10)
+    worker.prefetch.job_finished(0.001)
+    assert worker.claimer.claim_free_slots() == 12
+    assert not worker.claimer.came_short
+    assert worker.claimer.claim_free_slots() == 0  # the queue is full: no claim
+    assert not worker.claimer.came_short

@@ -175,8 +175,9 @@ _async_claims: dict[str, str] = {}
 def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str, limit: int) -> list:
     """Lock up to `limit` due jobs in claim order, mark them RUNNING for `worker`, return them.
 
-    PostgreSQL and SQLite: one statement; on SQLite it holds the write lock itself.
-    MySQL/MariaDB: the pick, then UPDATE, in one short transaction.
+    PostgreSQL and SQLite: one statement (on PostgreSQL after the planner setting below, in
+    the same round trip); on SQLite it holds the write lock itself. MySQL/MariaDB: the
+    pick, then UPDATE, in one short transaction.
 
     The pick reads the claim index in claim order on every database. SQLite names the
     index (``INDEXED BY``), MySQL forces it; PostgreSQL has no index hints, and its
@@ -185,8 +186,8 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
     then looks cheaper than the ordered index scan, so each claim reads and sorts the
     whole backlog (measured: 100 to 300 ms a claim with 40,000 jobs waiting, against under
     1 ms on the index; 16 workers drained less than half of what 2 did). So the claim is
-    planned with ``enable_sort`` off, for that statement alone and in the same round trip
-    (direct.run(without_sort=True)), which leaves the ordered index scan as its only plan.
+    planned with ``enable_sort`` off, for that statement alone (direct.run(without_sort=True)),
+    which leaves the ordered index scan as its only plan.
     """
     connection = connections[using]
     sql, params = claim_sql(model, using, build, shape, values, worker, limit)

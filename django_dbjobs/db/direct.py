@@ -37,7 +37,7 @@ MAX_STATEMENTS = 1024
 _HOOKS = frozenset({"cursor", "_cursor", "create_cursor"})
 _DJANGO_DIR = os.path.dirname(django.__file__) + os.sep
 _stock_classes: dict[type, bool] = {}
-_statements: dict[str, bytes | str] = {}
+_statements: dict[tuple[str, str], bytes | str] = {}  # by (vendor, SQL)
 _FORMAT_PLACEHOLDER = re.compile(r"(?<!%)%s")
 
 
@@ -62,11 +62,11 @@ def run(connection, sql: str, params: list[Any], many: bool = False, without_sor
         connection.validate_no_broken_transaction()
         with connection.wrap_database_errors:
             if connection.vendor == "postgresql" and libpq.usable(connection.connection):
-                statement = _statements.get(sql)
+                statement = _statements.get(("postgresql", sql))
                 if statement is None:
                     if len(_statements) >= MAX_STATEMENTS:
                         _statements.clear()
-                    statement = _statements[sql] = libpq.query(sql)[0]
+                    statement = _statements["postgresql", sql] = libpq.query(sql)[0]
                 done = libpq.run(connection, statement, params, many, without_sort)
                 if done is not None:
                     return done if many else (done[0] if done else None)
@@ -93,17 +93,30 @@ def run(connection, sql: str, params: list[Any], many: bool = False, without_sor
 
 def _qmark(sql: str) -> str:
     """SQLite: `sql` with ``?`` placeholders, as Django's SQLiteCursorWrapper converts it."""
-    statement = _statements.get(sql)
+    statement = _statements.get(("sqlite", sql))
     if statement is None:
         if len(_statements) >= MAX_STATEMENTS:
             _statements.clear()
-        statement = _statements[sql] = _FORMAT_PLACEHOLDER.sub("?", sql).replace("%%", "%")
+        statement = _statements["sqlite", sql] = _FORMAT_PLACEHOLDER.sub("?", sql).replace("%%", "%")
     return statement
 
 
 def _run_without_sort(connection, sql: str, params: list[Any], many: bool):
-    """PostgreSQL through Django's cursor: `sql` with enable_sort off for it alone, in a
-    transaction of its own in autocommit (three more round trips; libpq.run() needs none)."""
+    """PostgreSQL through Django's cursor (something hooks it): `sql` with enable_sort off
+    for it alone.
+
+    In autocommit, with client-side binding (psycopg 3's default in Django, and psycopg 2),
+    the two statements go as one query, which runs them in one implicit transaction: one
+    round trip, as libpq.run() takes. Otherwise (server-side binding, or inside the
+    caller's transaction, whose setting is put back) one statement at a time.
+    """
+    if connection.get_autocommit():
+        with connection.cursor() as cursor:
+            if _client_side(cursor.cursor):
+                cursor.execute(f"{libpq.SORT_OFF.decode()}; {sql}", params)
+                if cursor.description is not None and cursor.description[0].name == "set_config":
+                    cursor.nextset()  # psycopg 3 keeps every result; psycopg 2 only the last
+                return _fetched(cursor, many)
     within = not connection.get_autocommit()
     with transaction.atomic(using=connection.alias, savepoint=False), connection.cursor() as cursor:
         cursor.execute((libpq.SORT_OFF_IN_TRANSACTION if within else libpq.SORT_OFF).decode())
@@ -112,6 +125,14 @@ def _run_without_sort(connection, sql: str, params: list[Any], many: bool):
         if within:
             cursor.execute(libpq.SORT_BACK.decode())
     return fetched
+
+
+def _client_side(cursor) -> bool:
+    """Whether a PostgreSQL driver cursor merges parameters into the query (so one execute()
+    may hold several statements): psycopg 3's ClientCursor, or any psycopg 2 cursor."""
+    if type(cursor).__module__.startswith("psycopg2"):
+        return True
+    return libpq.psycopg is not None and isinstance(cursor, libpq.psycopg.ClientCursor)
 
 
 def _unhooked(connection) -> bool:

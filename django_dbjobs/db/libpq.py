@@ -16,11 +16,13 @@ statement's context types them: write a cast where that is not enough (``%s::jso
 
 run() returns None, having sent nothing, whenever psycopg's cursor must do the work:
 pipeline mode, a transaction psycopg has still to BEGIN, a time zone loader Django would
-change for the cursor, or a psycopg without these parts.
+change for the cursor, or a psycopg without these parts (for ``without_sort``, a libpq
+without pipeline mode: before 14).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -32,6 +34,7 @@ try:
 except ImportError:  # psycopg 2, or a psycopg without them: the cursor does it all
     psycopg = None
 
+logger = logging.getLogger("django_dbjobs")
 _PLACEHOLDER = re.compile(r"%(%|s)")
 #: What run() keeps per psycopg connection, on Django's wrapper (never in a module-level
 #: mapping: the Transformer refers to the connection, so a weak key would never go).
@@ -105,7 +108,8 @@ def _pipelined(raw, commands: list[tuple]) -> list:
     finally:
         try:
             pgconn.exit_pipeline_mode()
-        except psycopg.Error:  # interrupted with results unread: the connection is unusable
+        except psycopg.Error as exc:  # interrupted with results unread: the connection is unusable
+            logger.warning("Closing a PostgreSQL connection left in pipeline mode: %s", exc)
             pgconn.finish()
     return results[:-1]
 

@@ -135,10 +135,11 @@ class JobThreads:
     def _take(self) -> Job | None:
         """The next job, once the gate lets it start (None: no more jobs)."""
         while (job := self._tasks.get()) is not None:
-            if self._tasks.qsize() == self.count - 1:
+            if self._tasks.qsize() == self.count - 1 and not self.worker.claimer.came_short:
                 # Fewer jobs wait than there are threads, from now on: the loop may claim more
                 # while this one runs (claim_free_slots() claims nothing while enough wait).
-                # Only on that change: a worker just woken for one job claims on its own.
+                # Not when its last claim found fewer due jobs than it asked for: there is
+                # nothing to claim ahead, and new jobs wake it themselves.
                 self.worker._wake.set()
             if self._gate.enter(job, job.isolation != Isolation.NONE):
                 return job

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from . import db
+from . import db, timeouts
 from .exceptions import MissingMigrations
 
 logger = logging.getLogger("django_dbjobs")
@@ -82,7 +83,9 @@ class Outage:
                     return None
                 logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
                 if once:
+                    timeouts.looks_at(self.wake, time.monotonic() + pause)  # a deadline ends it
                     self.wake.wait(pause)
+                    timeouts.looks_at(self.wake, 0.0)
                     self.wake.clear()
                     return None
                 if self.forced.wait(pause):

@@ -31,6 +31,9 @@ from .sweep import Sweeper, stale_before
 
 logger = logging.getLogger("django_dbjobs")
 
+#: Seconds a worker whose wake-up claim came back short waits, at most, before it claims again.
+DRAINED_RECHECK = 0.05
+
 
 def new_worker_id() -> str:
     """An identity unique to this process start, even where hostname and pid repeat."""
@@ -238,10 +241,12 @@ class Worker:
             if self._drained:
                 # The wake-up's claim found fewer due jobs than it asked for, a moment ago:
                 # another now would find none, and would only hold the interpreter while the
-                # jobs it took start. Whatever comes next sets the event.
-                self._drained, claimed = False, 0
-            else:
-                claimed = self.claimer.claim_free_slots()
+                # jobs it took start. Claim again once woken, or shortly (what this turn's
+                # sweep or scheduler made due may have sent no signal); never exit idle here.
+                self._drained = False
+                self._waiter.wait(DRAINED_RECHECK, probe=False)
+                continue
+            claimed = self.claimer.claim_free_slots()
             if claimed is None:
                 continue  # database error: already paused
             if claimed:
@@ -250,18 +255,23 @@ class Worker:
             if idle and self.burst and self._sweeper.first_sweep_pending(self._orphans_may_exist):
                 # A burst worker exits once idle; jobs of a worker that died must not
                 # wait for the next one: wait for its first sweep (see sweep.py).
-                self._waiter.wait(min(self.poll_interval, self._sweeper.due_in()), probe=False)
+                wait = min(self.poll_interval, self._sweeper.due_in())
+                timeouts.looks_at(self._wake, time.monotonic() + wait)
+                self._waiter.wait(wait, probe=False)
+                timeouts.looks_at(self._wake, 0.0)
                 continue
             if idle and (self.burst or self._quota_reached()):
                 self._acks.flush(force=True)
                 logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimer.claimed)
                 return
-            # With every thread busy a finishing job wakes the loop: no need to look
-            # for other processes' new jobs (no probe on MySQL/MariaDB).
+            # With every thread busy, a thread wakes the loop when fewer jobs wait than
+            # there are threads: no need to look for other processes' new jobs meanwhile
+            # (no probe on MySQL/MariaDB).
             timeouts.looks_at(self._wake, float("inf"))  # a deadline armed from now on wakes it
             wait = self._wait_time()
             timeouts.looks_at(self._wake, time.monotonic() + wait)
             woken = self._waiter.wait(wait, probe=self.claimer.free_slots() > 0)
+            timeouts.looks_at(self._wake, 0.0)  # its turn ends by looking at the deadlines
             if woken and not self._stopping and not self._supervisor_gone():
                 # Woken: new jobs or a free thread. Claim now, the housekeeping above after:
                 # an idle worker's wake-up waits for nothing but its claim.

@@ -157,27 +157,38 @@ def test_a_claim_that_committed_but_lost_its_answer_is_given_back_before_the_nex
     assert Job.objects.get(pk=done.pk).return_value == 42, "a pending success is not given back"
 
 
-def test_the_loop_is_woken_only_when_a_thread_will_want_a_job():
-    """Woken after every job, the loop ran a whole turn per job (see Worker.job_done())."""
-    bulk_enqueue(prepare(jobs.add, i, i) for i in range(5))
-    worker = Worker(concurrency=1, prefetch=10)
-    worker.prefetch.job_finished(0.001)
-    assert worker.claimer.claim_free_slots() == 5  # no threads run: all 5 wait in the queue
+def run_queue(worker, count):
+    """Take, run and finish `count` jobs as the job thread does; what woke the loop each time."""
     seen = []
-    for _ in range(5):  # as the job thread takes a job, runs it, and is done with it
+    for _ in range(count):
         worker._wake.clear()
         job = worker._threads._take()
         taken = worker._wake.is_set()
         worker._wake.clear()
         worker.job_done(job, 0.001)
         seen.append((worker._threads.queued(), taken, worker._wake.is_set()))
-    assert seen == [
-        (4, False, False),
-        (3, False, False),
-        (2, False, False),
-        (1, False, False),
-        (0, True, True),  # the last one taken: claim while it runs; done: nothing to take
-    ]
+    return seen
+
+
+def test_the_loop_is_woken_only_when_a_thread_will_want_a_job():
+    """Woken after every job, the loop ran a whole turn per job (see Worker.job_done())."""
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
+    worker = Worker(concurrency=1, prefetch=10)
+    worker.prefetch.job_finished(0.001)
+    assert worker.claimer.claim_free_slots() == 11  # no threads run: all 11 wait in the queue
+    assert not worker.claimer.came_short
+    seen = run_queue(worker, 11)
+    assert seen[:-1] == [(left, False, False) for left in range(10, 0, -1)]
+    assert seen[-1] == (0, True, True), "the last one taken: claim while it runs; done: none to take"
+
+
+def test_after_a_short_claim_taking_the_last_job_does_not_wake_the_loop():
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(3))
+    worker = Worker(concurrency=1, prefetch=10)
+    worker.prefetch.job_finished(0.001)
+    assert worker.claimer.claim_free_slots() == 3
+    assert worker.claimer.came_short, "nothing more was due: nothing to claim ahead"
+    assert run_queue(worker, 3) == [(2, False, False), (1, False, False), (0, False, True)]
 
 
 def test_a_finished_job_wakes_a_stopping_worker():
@@ -234,17 +245,16 @@ def test_a_job_deadline_wakes_a_loop_that_would_sleep_past_it():
 
 
 def test_taking_a_job_wakes_the_loop_when_fewer_than_the_threads_are_left_waiting():
-    bulk_enqueue(prepare(jobs.add, i, i) for i in range(4))
+    bulk_enqueue(prepare(jobs.add, i, i) for i in range(30))
     worker = Worker(concurrency=2, prefetch=10)
     worker.prefetch.job_finished(0.001)
-    assert worker.claimer.claim_free_slots() == 4
-    assert worker.claimer.came_short, "4 due jobs for 12 free slots"
+    assert worker.claimer.claim_free_slots() == 12
     woken = []
-    for _ in range(4):
+    for _ in range(12):
         worker._wake.clear()
         worker._threads._take()
         woken.append((worker._threads.queued(), worker._wake.is_set()))
-    assert woken == [(3, False), (2, False), (1, True), (0, False)], "only as it falls below the threads"
+    assert [left for left, set_ in woken if set_] == [1], "only as it falls below the threads"
 
 
 def test_a_claim_that_fills_its_slots_is_not_short():

@@ -134,3 +134,14 @@ def test_without_a_supervisor_a_stuck_job_is_recorded_and_the_worker_exits_3(run
     other.refresh_from_db()
     assert stuck.status == JobStatus.FAILED and "could not be interrupted" in stuck.last_error
     assert other.status == JobStatus.SUCCESSFUL  # the other thread's job finished within the grace
+
+
+def test_a_deadline_cuts_a_long_poll_interval_short():
+    """The loop waits up to its poll interval; a job's deadline starting meanwhile ends that
+    wait (timeouts.looks_at()), so a 30 s poll does not make a 0.5 s timeout 30 s late."""
+    job = enqueue(jobs.spins_forever, max_attempts=1)
+    started = time.monotonic()
+    Worker(burst=True, concurrency=1, poll_interval=30).run()
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.errors[-1]["exception_class_path"] == TIMEOUT
+    assert time.monotonic() - started < 10

@@ -105,12 +105,14 @@ def _run_without_sort(connection, sql: str, params: list[Any], many: bool):
     """PostgreSQL through Django's cursor (something hooks it): `sql` with enable_sort off
     for it alone.
 
-    In autocommit, with client-side binding (psycopg 3's default in Django, and psycopg 2),
-    the two statements go as one query, which runs them in one implicit transaction: one
-    round trip, as libpq.run() takes. Otherwise (server-side binding, or inside the
-    caller's transaction, whose setting is put back) one statement at a time.
+    In autocommit, with client-side binding (psycopg 3's default in Django, and psycopg 2)
+    and no psycopg pipeline, the two statements go as one query, which runs them in one
+    implicit transaction: one round trip, as libpq.run() takes (hooks on the cursor see
+    that query; on psycopg 3 the cursor is moved to the second result). Otherwise
+    (server-side binding, or inside the caller's transaction, whose setting is put back)
+    one statement at a time. `sql` must return rows (a claim's RETURNING).
     """
-    if connection.get_autocommit():
+    if connection.get_autocommit() and getattr(connection.connection, "_pipeline", None) is None:
         with connection.cursor() as cursor:
             if _client_side(cursor.cursor):
                 cursor.execute(f"{libpq.SORT_OFF.decode()}; {sql}", params)

@@ -5,8 +5,9 @@ own work is Python: between two round trips (the statement, then the commit's fl
 the interpreter runs cold, so every step counts several times over. This path takes
 the fewest: one statement per set of given fields, made once, with every field left at
 its constant default (empty keyword arguments included) written in as a literal and the
-job's own values as parameters; it runs through db/direct.py (libpq on PostgreSQL, the
-backend's own cursor elsewhere, Django's cursor where something watches queries).
+job's own values as parameters; it runs through db/direct.py (libpq on PostgreSQL, as a
+prepared statement where the project allows them: db/prepared.py; the backend's own cursor
+elsewhere; Django's cursor where something watches queries).
 
 Save signals (they need ``save()``) and MySQL, which cannot return the database's clock
 from an INSERT, take the usual way, inserts.insert().
@@ -42,7 +43,7 @@ def insert(instance: Job, given: frozenset, using: str) -> bool:
         statement = _statements[key] = _statement(connection, given)
     sql, params, returning = statement
     values = [db_param(connection, spec, getattr(instance, spec.attname)) for spec in params]
-    set_returned(connection, instance, returning, direct.run(connection, sql, values))
+    set_returned(connection, instance, returning, direct.run(connection, sql, values, prepare=True))
     instance._state.adding = False
     instance._state.db = using
     return True

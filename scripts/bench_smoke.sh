@@ -15,6 +15,7 @@ run() {  # name port url
     return
   fi
   "$VENV/bin/python" bench/run.py --smoke --database "$3" || status=1
+  "$VENV/bin/python" bench/enqueue_profile.py --jobs 50 --runs 1 --database "$3" || status=1
 }
 run sqlite "" "sqlite:///$PWD/.bench-smoke.sqlite3"
 run postgres 5432 "${DBJOBS_BENCH_POSTGRES_URL:-postgres://root@127.0.0.1:5432/dbjobs_bench}"

@@ -24,9 +24,10 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-SYSTEMS = ["dbjobs", "dbjobs-tasks", "pgqueuer", "procrastinate", "tasks-db"]
+SYSTEMS = ["dbjobs", "dbjobs-prepared", "dbjobs-tasks", "pgqueuer", "procrastinate", "tasks-db"]
 TITLES = {
     "dbjobs": "django-dbjobs",
+    "dbjobs-prepared": "django-dbjobs (prepared statements)",
     "dbjobs-tasks": "django-dbjobs (django.tasks)",
     "pgqueuer": "pgqueuer",
     "procrastinate": "procrastinate",
@@ -43,7 +44,7 @@ WORKLOADS = {
 
 
 def python_of(system: str) -> Path:
-    if system in ("dbjobs", "dbjobs-tasks"):
+    if system.startswith("dbjobs"):
         return Path(sys.executable)
     return ROOT / ".bench-venvs" / system / "bin" / "python"
 

@@ -41,13 +41,23 @@ _statements: dict[tuple[str, str], bytes | str] = {}  # by (vendor, SQL)
 _FORMAT_PLACEHOLDER = re.compile(r"(?<!%)%s")
 
 
-def run(connection, sql: str, params: list[Any], many: bool = False, without_sort: bool = False):
+def run(
+    connection,
+    sql: str,
+    params: list[Any],
+    many: bool = False,
+    without_sort: bool = False,
+    prepare: bool = False,
+):
     """Run `sql` (``%s`` placeholders) on `connection`: its first row (None if none); with
     `many`, (every row, the column names).
 
     With `without_sort` (PostgreSQL; ignored elsewhere), `sql` is planned with ``enable_sort``
     off, which leaves only the plans that read an index in the order asked for: see
     claims.claim_jobs().
+
+    With `prepare` (PostgreSQL through libpq; ignored elsewhere), `sql` may be run as a
+    prepared statement: see prepared.py.
     """
     without_sort = without_sort and connection.vendor == "postgresql"
     try:
@@ -67,7 +77,7 @@ def run(connection, sql: str, params: list[Any], many: bool = False, without_sor
                     if len(_statements) >= MAX_STATEMENTS:
                         _statements.clear()
                     statement = _statements["postgresql", sql] = libpq.query(sql)[0]
-                done = libpq.run(connection, statement, params, many, without_sort)
+                done = libpq.run(connection, statement, params, many, without_sort, prepare)
                 if done is not None:
                     return done if many else (done[0] if done else None)
             if without_sort:

@@ -31,6 +31,8 @@ try:
     from psycopg import adapt, errors, generators, pq
     from psycopg.adapt import PyFormat
     from psycopg.postgres import types as pg_types
+
+    from . import prepared
 except ImportError:  # psycopg 2, or a psycopg without them: the cursor does it all
     psycopg = None
 
@@ -118,9 +120,19 @@ def _pipelined(raw, commands: list[tuple]) -> list:
 DJANGO_CURSORS = "django.db.backends.postgresql."
 
 
-def run(connection, statement: bytes, params: list[Any], many: bool = False, without_sort: bool = False):
+def run(
+    connection,
+    statement: bytes,
+    params: list[Any],
+    many: bool = False,
+    without_sort: bool = False,
+    prepare: bool = False,
+):
     """Run `statement` (made by query()) on Django's PostgreSQL `connection`; return its rows
     (a list, empty if none) and, with `many`, the column names with them.
+
+    With `prepare`, the statement is run as a prepared statement where prepared.py allows
+    it (in autocommit, text and integer values only).
 
     With `without_sort`, the statement is planned with ``enable_sort`` off: in one pipeline
     (one round trip) after a statement that turns it off for the transaction only, and,
@@ -165,8 +177,13 @@ def run(connection, statement: bytes, params: list[Any], many: bool = False, wit
                 + ([(SORT_BACK, None, None, None)] if within else []),
             )
         else:
-            pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
-            results = raw.wait(generators.execute(pgconn))
+            results = None
+            if prepare and types is None and status == pq.TransactionStatus.IDLE:
+                if prepared.allowed(connection, raw):
+                    results = prepared.execute(raw, statement, values)
+            if results is None:
+                pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
+                results = raw.wait(generators.execute(pgconn))
     for result in results:
         if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
             raise errors.error_from_result(result, encoding="utf-8")

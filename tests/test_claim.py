@@ -205,3 +205,39 @@ def test_claimed_jobs_are_what_the_orm_reads_and_init_receivers_still_hear_them(
     finally:
         post_init.disconnect(receiver, sender=Job)
     assert heard == [second.pk]
+
+
+@pytest.mark.skipif(
+    connection.vendor == "postgresql", reason="PostgreSQL has no index hints (see test_claim_without_sort)"
+)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {},
+        {"queues": ["a", "b"]},
+        {"paused": frozenset({"x"})},
+        {"include_waiting": False},
+        {"queues": ["a"], "include_waiting": False},
+    ],
+    ids=["any", "queues", "paused", "none-waiting", "queue-none-waiting"],
+)
+@pytest.mark.django_db(transaction=True)
+def test_every_claim_shape_reads_the_claim_index_in_order_whatever_the_statistics(shape):
+    # A few rows, then many written and deleted: no statistics, or stale ones.
+    later = timezone.now() + datetime.timedelta(hours=1)
+    enqueue_many(jobs.add, [(i, i) for i in range(2500)], run_at=later)
+    Job.objects.all()._raw_delete(Job.objects.db)
+    for i in range(4):
+        enqueue(jobs.add, i, i, queue="a")
+    sql, params = Job.objects.claim_sql("w", 10, **shape)
+    with connection.cursor() as cursor:
+        if connection.vendor == "mysql":
+            cursor.execute(f"EXPLAIN {sql}", params)
+            names = [column[0] for column in cursor.description]
+            (row,) = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+            assert row["key"] == "dbjobs_job_claim_idx", row
+            assert "filesort" not in (row["Extra"] or ""), row
+        else:
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+            plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+            assert "INDEX dbjobs_job_claim_idx" in plan and "TEMP B-TREE" not in plan, plan

@@ -30,6 +30,7 @@ def threshold(value):
     finally:
         raw.prepare_threshold = before
         prepared._names.pop(raw, None)
+        prepared._losses.pop(raw, None)
         with connection.cursor() as cursor:
             cursor.execute("DEALLOCATE ALL")
 
@@ -38,6 +39,15 @@ def ours() -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT name FROM pg_prepared_statements WHERE name LIKE 'dbjobs%%'")
         return [row[0] for row in cursor.fetchall()]
+
+
+def executions(name: str) -> int:
+    """How many times the server ran the prepared statement `name` (PostgreSQL 14+)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE name = %s", [name]
+        )
+        return cursor.fetchone()[0]
 
 
 def test_djangos_default_prepares_nothing():
@@ -55,6 +65,8 @@ def test_with_prepared_statements_allowed_the_insert_is_prepared_once():
         assert len(names) == 1
         second = enqueue(jobs.add, 3, 4, queue="q")
         assert ours() == names
+        if connection.pg_version >= 140000:
+            assert executions(names[0]) == 2
         with connection.cursor() as cursor:
             cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = %s", names)
             assert cursor.fetchone()[0].startswith('INSERT INTO "django_dbjobs_job"')
@@ -74,26 +86,57 @@ def test_not_prepared_inside_a_transaction_nor_behind_a_pooler(where):
                 Job.objects.exists()  # the transaction has begun: enqueue() runs through libpq
                 enqueue(jobs.add, 1, 2)
         else:
+            before = connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
             connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = True
             try:
                 enqueue(jobs.add, 1, 2)
             finally:
-                del connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"]
+                connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = before
         assert ours() == []
     assert Job.objects.count() == 1
 
 
-def test_a_statement_gone_from_the_session_is_sent_again_and_never_prepared_there_again():
+def deallocate_all():
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")  # or DISCARD ALL, or psycopg's own after a rollback
+
+
+def test_a_statement_gone_from_the_session_is_sent_again_then_prepared_again():
     with threshold(5) as raw:
         enqueue(jobs.add, 1, 2)
-        with connection.cursor() as cursor:
-            cursor.execute("DEALLOCATE ALL")  # or a pooler sending us to another server connection
-        job = enqueue(jobs.add, 3, 4)
-        assert prepared._names[raw] is None
+        deallocate_all()
+        job = enqueue(jobs.add, 3, 4)  # fails before it runs, then goes unprepared
+        assert ours() == [] and prepared._names[raw] == {}
         enqueue(jobs.add, 5, 6)
-        assert ours() == []
+        assert len(ours()) == 1
     assert Job.objects.get(pk=job.pk).args == [3, 4]
     assert sorted(job.args for job in Job.objects.all()) == [[1, 2], [3, 4], [5, 6]]
+
+
+def test_a_connection_that_keeps_losing_them_prepares_no_more(caplog):
+    with threshold(5) as raw:
+        for n in range(prepared.MAX_LOSSES):
+            enqueue(jobs.add, n, 0)  # prepared (again)
+            deallocate_all()
+            assert prepared._names[raw], "not given up yet"
+            with caplog.at_level("INFO", logger="django_dbjobs"):
+                enqueue(jobs.add, n, 1)  # lost, sent unprepared
+        assert prepared._names[raw] is None and not prepared.allowed(connection, raw)
+        assert "prepares no more statements" in caplog.text
+        enqueue(jobs.add, 10, 10)
+        assert ours() == []
+    assert Job.objects.count() == 2 * prepared.MAX_LOSSES + 1
+
+
+def test_a_statement_the_server_will_not_prepare_is_sent_plain_and_its_error_raised():
+    with threshold(5) as raw:
+        with raw.lock:
+            done = prepared.execute(raw, b"INSERT INTO no_such_table VALUES ($1)", [b"x"])
+        assert done == (None, None)
+        assert prepared.allowed(connection, raw), "an error in the statement is not a pooler's"
+        enqueue(jobs.add, 1, 2)
+        assert len(ours()) == 1
+    assert Job.objects.count() == 1
 
 
 def test_a_session_that_has_the_statement_already_uses_it():
@@ -107,7 +150,7 @@ def test_a_session_that_has_the_statement_already_uses_it():
 
 
 def test_the_databases_errors_come_back_as_djangos_and_the_connection_goes_on():
-    with threshold(5):
+    with threshold(5) as raw:
         enqueue(jobs.add, 1, 2)
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE django_dbjobs_job ADD CONSTRAINT refused CHECK (queue <> 'refused')")
@@ -115,7 +158,7 @@ def test_the_databases_errors_come_back_as_djangos_and_the_connection_goes_on():
             with pytest.raises(IntegrityError):
                 enqueue(jobs.add, 3, 4, queue="refused")
             enqueue(jobs.add, 5, 6, queue="accepted")
-            assert len(ours()) == 1
+            assert len(ours()) == 1 and prepared._names[raw]
         finally:
             with connection.cursor() as cursor:
                 cursor.execute("ALTER TABLE django_dbjobs_job DROP CONSTRAINT refused")

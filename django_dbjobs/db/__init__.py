@@ -207,9 +207,9 @@ def pks_on_index(queryset, index: str, limit: int) -> list:
     """The primary keys of `queryset` (ordered and locked as it says), at most `limit`, read on `index`.
 
     MySQL/MariaDB only (``FORCE INDEX``): without it the planner may read another index
-    and sort, and MariaDB (seen on 10.11) then returns no rows at all for a ``FOR UPDATE
-    SKIP LOCKED`` read while any row of the table is locked. PostgreSQL plans it well;
-    SQLite has no row locks.
+    and sort, and a locking read that sorts locks every row it matched, not only those
+    its LIMIT keeps (others' ``SKIP LOCKED`` reads then find nothing). PostgreSQL plans
+    it well; SQLite has no row locks.
     """
     using = queryset.db
     connection = connections[using]

@@ -82,10 +82,11 @@ def _pin_claim_index(sql: str, model, using: str) -> str:
     lock: 100 ms and more with a large backlog, against about 1 ms on the claim index.
 
     MySQL/MariaDB: with stale statistics (a small or freshly emptied table) the planner
-    reads the whole table and sorts (``ALL``, filesort), and MariaDB (10.11) then
-    returns no row at all for ``FOR UPDATE SKIP LOCKED`` while another transaction holds
-    a row lock: a claim came back empty with free jobs waiting for as long as another
-    worker's claim transaction was open. On the index it skips just the locked rows.
+    reads the whole table and sorts (``ALL``, filesort). A locking read that sorts locks
+    every row it matched, not only those its LIMIT keeps: one claim held every due job
+    until it committed, and the other workers' SKIP LOCKED claims came back empty with
+    jobs waiting (seen on MariaDB 10.11). On the index, in claim order, a claim locks
+    only the jobs it takes.
     PostgreSQL has no index hints (claim_jobs() says how its plan is kept).
     """
     vendor = connections[using].vendor

@@ -167,6 +167,7 @@ def run(
             break
     else:
         values, types, formats = [str(param).encode() for param in params], None, None
+    lost = None  # why this connection stopped preparing statements, if it just did
     with raw.lock:
         if without_sort:
             within = status == pq.TransactionStatus.INTRANS
@@ -180,10 +181,12 @@ def run(
             results = None
             if prepare and types is None and status == pq.TransactionStatus.IDLE:
                 if prepared.allowed(connection, raw):
-                    results = prepared.execute(raw, statement, values)
+                    results, lost = prepared.execute(raw, statement, values)
             if results is None:
                 pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
                 results = raw.wait(generators.execute(pgconn))
+    if lost:
+        logger.info("enqueue() prepares no more statements on a PostgreSQL connection: %s", lost)
     for result in results:
         if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
             raise errors.error_from_result(result, encoding="utf-8")

@@ -1,22 +1,29 @@
 """PostgreSQL: enqueue()'s INSERT as a prepared statement, in autocommit.
 
 Sent as a plain statement, the INSERT is parsed and planned by the server on every
-enqueue: 60 to 90 µs of a single enqueue's 450 (measured here, PostgreSQL 15, 2 cores),
-about what the Python around it costs. Prepared once per connection, each enqueue
-sends only its values.
+enqueue: about 120 µs of a single enqueue's 570 (measured here, PostgreSQL 15, 2 cores),
+more than the Python around it costs. Prepared once per connection, each enqueue sends
+only its values.
 
 Only where it cannot cost the caller anything:
 
+- Only where the project allows prepared statements: psycopg's ``prepare_threshold`` in
+  the database's ``OPTIONS`` (Django sets it to None, off, unless OPTIONS gives it, for
+  the sake of connection poolers), and not with Django's ``DISABLE_SERVER_SIDE_CURSORS``
+  (the setting Django documents for transaction pooling). With Django's default
+  client-side binding this is all it turns on: psycopg never prepares Django's queries.
 - In autocommit only. A prepared statement can go missing from the session (a
-  ``DISCARD ALL`` or ``DEALLOCATE``, or a pooler in transaction mode that sends each
-  transaction to another server connection): the statement then fails before it runs,
-  and in autocommit it is simply sent again unprepared. Inside the caller's transaction
-  the failure would abort the transaction, so there the statement is never prepared.
-- Not where the settings say the connection goes through such a pooler: psycopg's own
-  switch (``"prepare_threshold": None`` in the database's ``OPTIONS``, the setting
-  psycopg documents for PgBouncer) or Django's (``DISABLE_SERVER_SIDE_CURSORS``).
-- Once a prepared statement went missing on a connection, that connection prepares none
-  again.
+  ``DISCARD ALL`` or ``DEALLOCATE``, psycopg's own ``DEALLOCATE ALL`` after a rollback
+  when it prepares queries itself, a pooler in transaction mode sending each transaction
+  to another server connection): the statement then fails before it runs, and in
+  autocommit it is simply sent again unprepared. Inside the caller's transaction the
+  failure would abort the transaction, so there the statement is never prepared.
+- Text and integer values only (not a datetime ``run_at``): the prepared statement's
+  parameter types are what the statement's context gives them, as for the plain one.
+- A connection stops preparing when a statement goes missing right after it was
+  prepared (a pooler between us and the server), after MAX_LOSSES losses, when the
+  table changed under a prepared statement (a migration), or when the server refuses to
+  prepare at all. Otherwise a lost statement is prepared again on the next enqueue.
 
 The name is made from the statement's text, so the same statement has the same name in
 every process: a session that already has it (a pooled connection handed to a new
@@ -29,26 +36,29 @@ import hashlib
 import logging
 import weakref
 
-from psycopg import errors, generators, pq
+from psycopg import generators, pq
 
 logger = logging.getLogger("django_dbjobs")
 
-#: Statements prepared per psycopg connection (statement -> name); None once one went
-#: missing there. Weak keys: the names do not refer to the connection.
+#: Per psycopg connection: its prepared statements (statement -> name) and how many went
+#: missing; None once it prepares no more. Weak keys: the values do not refer to it.
 _names: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_losses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: At most this many statements prepared per connection (enqueue() has a few shapes).
 MAX_PREPARED = 64
-#: The execution failed because the prepared statement is gone (invalid_sql_statement_name)
-#: or no longer fits the table (feature_not_supported: "cached plan must not change result
-#: type", after a migration): nothing ran.
-GONE = frozenset({"26000", "0A000"})
+#: After this many prepared statements went missing, a connection prepares no more.
+MAX_LOSSES = 3
+#: The statement is gone from the session (invalid_sql_statement_name): nothing ran.
+GONE = "26000"
+#: The table changed so that the prepared statement no longer fits it (feature_not_supported:
+#: "cached plan must not change result type", after a migration): nothing ran.
+STALE = "0A000"
 #: A statement of that name is already prepared in this session: by construction, this one.
 DUPLICATE = "42P05"
 
 
 def allowed(connection, raw) -> bool:
-    """Whether statements may be prepared on Django's `connection` (its psycopg `raw`), in
-    autocommit with nothing pending: see above."""
+    """Whether statements may be prepared on Django's `connection` (its psycopg `raw`): see above."""
     return (
         raw.prepare_threshold is not None
         and not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
@@ -56,36 +66,46 @@ def allowed(connection, raw) -> bool:
     )
 
 
-def execute(raw, statement: bytes, values: list) -> list | None:
-    """Run `statement` (libpq's form) with `values` (text, or None) as a prepared statement
-    on `raw`, preparing it first if needed; its results. None, having run nothing, when it
-    is not prepared and may not be, or when its prepared form went missing: then the caller
-    sends it as usual. The caller holds ``raw.lock``; `raw` is in autocommit, idle."""
+def execute(raw, statement: bytes, values: list[bytes]) -> tuple[list | None, str | None]:
+    """Run `statement` (libpq's form) with `values` (text) as a prepared statement on `raw`,
+    preparing it first if needed: (its results, None).
+
+    (None, why) when nothing ran: it is not prepared and may not be, or it could not be
+    prepared, or its prepared form went missing; the caller then sends it as usual, and
+    logs `why` if it is not None (after letting go of ``raw.lock``, which the caller holds
+    here). `raw` is in autocommit, idle, and allowed().
+    """
     names = _names.get(raw)
     if names is None:
         names = _names[raw] = {}
     name = names.get(statement)
     pgconn = raw.pgconn
-    if name is None:
+    fresh = name is None
+    if fresh:
         if len(names) >= MAX_PREPARED:
-            return None
+            return None, None
         name = b"dbjobs_" + hashlib.sha256(statement).hexdigest()[:32].encode()
         pgconn.send_prepare(name, statement)
         (result,) = raw.wait(generators.execute(pgconn))
         if result.status != pq.ExecStatus.COMMAND_OK and _sqlstate(result) != DUPLICATE:
-            raise errors.error_from_result(result, encoding="utf-8")
+            # The plain statement will say what is wrong if it is wrong (a missing table);
+            # a server or pooler that refuses to prepare is not asked again.
+            if not _sqlstate(result).startswith("42"):
+                _names[raw] = None
+                return None, f"it refused to prepare one ({_sqlstate(result)})"
+            return None, None
         names[statement] = name
     pgconn.send_query_prepared(name, values)
     results = raw.wait(generators.execute(pgconn))
-    if results[-1].status == pq.ExecStatus.FATAL_ERROR and _sqlstate(results[-1]) in GONE:
+    state = _sqlstate(results[-1]) if results[-1].status == pq.ExecStatus.FATAL_ERROR else ""
+    if state not in (GONE, STALE):
+        return results, None
+    losses = _losses[raw] = _losses.get(raw, 0) + 1
+    if state == STALE or fresh or losses >= MAX_LOSSES:
         _names[raw] = None
-        logger.info(
-            "A prepared statement went missing on a PostgreSQL connection (%s); enqueue() "
-            "prepares none on it again",
-            _sqlstate(results[-1]),
-        )
-        return None
-    return results
+        return None, f"a prepared statement went missing or stale ({state}, {losses} so far)"
+    names.clear()  # gone from the session (DISCARD ALL, psycopg's DEALLOCATE ALL): prepare again
+    return None, None
 
 
 def _sqlstate(result) -> str:

@@ -9,6 +9,7 @@ from django.utils import timezone
 from django_dbjobs import db, enqueue, enqueue_many
 from django_dbjobs.models import Job, JobStatus
 from tests import jobs
+from tests.claim_plans import assert_on_the_claim_index
 
 
 def claim(worker="w1", limit=10, queues=None):
@@ -231,13 +232,4 @@ def test_every_claim_shape_reads_the_claim_index_in_order_whatever_the_statistic
         enqueue(jobs.add, i, i, queue="a")
     sql, params = Job.objects.claim_sql("w", 10, **shape)
     with connection.cursor() as cursor:
-        if connection.vendor == "mysql":
-            cursor.execute(f"EXPLAIN {sql}", params)
-            names = [column[0] for column in cursor.description]
-            (row,) = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-            assert row["key"] == "dbjobs_job_claim_idx", row
-            assert "filesort" not in (row["Extra"] or ""), row
-        else:
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-            plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
-            assert "INDEX dbjobs_job_claim_idx" in plan and "TEMP B-TREE" not in plan, plan
+        assert_on_the_claim_index(cursor, sql, params)

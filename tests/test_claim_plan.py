@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 
 from django_dbjobs.models import Job
+from tests.claim_plans import assert_on_the_claim_index
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -71,26 +72,7 @@ def test_claim_is_an_index_scan_with_a_million_finished_jobs(include_waiting):
     with connection.cursor() as cursor:
         fill(cursor)
         assert Job.objects.filter(status="READY").count() == READY
-        vendor = connection.vendor
-        if vendor == "postgresql":
-            cursor.execute(f"EXPLAIN {sql}", params)
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-            assert "Index Scan using dbjobs_job_claim_idx" in plan, plan
-            assert "Seq Scan" not in plan and "Sort" not in plan, plan
-        elif vendor == "mysql":
-            cursor.execute(f"EXPLAIN {sql}", params)
-            names = [column[0] for column in cursor.description]
-            (row,) = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-            assert row["key"] == "dbjobs_job_claim_idx", row
-            assert "filesort" not in (row["Extra"] or ""), row
-        else:
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-            plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
-            assert (
-                "USING INDEX dbjobs_job_claim_idx" in plan
-                or "USING COVERING INDEX dbjobs_job_claim_idx" in plan
-            ), plan
-            assert "TEMP B-TREE" not in plan, plan
+        assert_on_the_claim_index(cursor, sql, params)
 
 
 @pytest.mark.skipif(

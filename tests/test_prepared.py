@@ -4,11 +4,11 @@ project allows prepared statements, only in autocommit, and never at the cost of
 import contextlib
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, ProgrammingError, connection, transaction
 from django.test import override_settings
 
 from django_dbjobs import enqueue
-from django_dbjobs.db import prepared
+from django_dbjobs.db import libpq, prepared
 from django_dbjobs.models import Job
 from tests import jobs
 
@@ -128,11 +128,25 @@ def test_a_connection_that_keeps_losing_them_prepares_no_more(caplog):
     assert Job.objects.count() == 2 * prepared.MAX_LOSSES + 1
 
 
-def test_a_statement_the_server_will_not_prepare_is_sent_plain_and_its_error_raised():
+def test_losses_far_apart_are_forgiven():
     with threshold(5) as raw:
-        with raw.lock:
-            done = prepared.execute(raw, b"INSERT INTO no_such_table VALUES ($1)", [b"x"])
-        assert done == (None, None)
+        enqueue(jobs.add, 0, 0)
+        for n in range(prepared.MAX_LOSSES + 1):
+            deallocate_all()
+            enqueue(jobs.add, n, 1)  # lost, sent unprepared
+            for _ in range(prepared.RECOVERY):
+                enqueue(jobs.add, n, 2)  # prepared again, then run
+        assert prepared._names[raw] and len(ours()) == 1
+    assert Job.objects.count() == 1 + (prepared.MAX_LOSSES + 1) * (1 + prepared.RECOVERY)
+
+
+def test_a_failed_prepare_leaves_the_plain_statement_to_raise_the_error():
+    with threshold(5) as raw:
+        statement = libpq.query("INSERT INTO no_such_table VALUES (%s)")[0]
+        with pytest.raises(ProgrammingError, match="no_such_table"), connection.wrap_database_errors:
+            libpq.run(connection, statement, ["x"], prepare=True)
+        with raw.lock:  # what run() got from it: nothing ran, send it plain
+            assert prepared.execute(raw, statement, [b"x"]) == (None, None)
         assert prepared.allowed(connection, raw), "an error in the statement is not a pooler's"
         enqueue(jobs.add, 1, 2)
         assert len(ours()) == 1
@@ -168,5 +182,8 @@ def test_the_databases_errors_come_back_as_djangos_and_the_connection_goes_on():
 @override_settings(DEBUG=True)
 def test_a_watched_connection_runs_it_through_djangos_cursor():
     with threshold(5):
-        enqueue(jobs.add, 1, 2)
+        connection.queries_log.clear()
+        job = enqueue(jobs.add, 1, 2)
+        assert any(query["sql"].startswith('INSERT INTO "django_dbjobs_job"') for query in connection.queries)
         assert ours() == []
+    assert Job.objects.get(pk=job.pk).args == [1, 2]

@@ -21,9 +21,12 @@ Only where it cannot cost the caller anything:
 - Text and integer values only (not a datetime ``run_at``): the prepared statement's
   parameter types are what the statement's context gives them, as for the plain one.
 - A connection stops preparing when a statement goes missing right after it was
-  prepared (a pooler between us and the server), after MAX_LOSSES losses, when the
-  table changed under a prepared statement (a migration), or when the server refuses to
-  prepare at all. Otherwise a lost statement is prepared again on the next enqueue.
+  prepared (a pooler between us and the server), when statements keep going missing
+  (MAX_LOSSES of them with fewer than RECOVERY successful runs between), when the table
+  changed under a prepared statement (a migration), or when the server or a pooler
+  refuses PREPARE itself (REFUSED). Otherwise a lost statement is prepared again on the
+  next enqueue, and a PREPARE that fails otherwise (a lock timeout) just leaves this one
+  enqueue unprepared.
 
 The name is made from the statement's text, so the same statement has the same name in
 every process: a session that already has it (a pooled connection handed to a new
@@ -46,8 +49,10 @@ _names: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _losses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: At most this many statements prepared per connection (enqueue() has a few shapes).
 MAX_PREPARED = 64
-#: After this many prepared statements went missing, a connection prepares no more.
+#: After this many prepared statements went missing, a connection prepares no more; each
+#: RECOVERY successful runs of a prepared statement forgive one loss.
 MAX_LOSSES = 3
+RECOVERY = 100
 #: The statement is gone from the session (invalid_sql_statement_name): nothing ran.
 GONE = "26000"
 #: The table changed so that the prepared statement no longer fits it (feature_not_supported:
@@ -55,6 +60,8 @@ GONE = "26000"
 STALE = "0A000"
 #: A statement of that name is already prepared in this session: by construction, this one.
 DUPLICATE = "42P05"
+#: PREPARE itself is refused (feature_not_supported, protocol_violation): not asked again.
+REFUSED = frozenset({"0A000", "08P01"})
 
 
 def allowed(connection, raw) -> bool:
@@ -90,17 +97,22 @@ def execute(raw, statement: bytes, values: list[bytes]) -> tuple[list | None, st
         if result.status != pq.ExecStatus.COMMAND_OK and _sqlstate(result) != DUPLICATE:
             # The plain statement will say what is wrong if it is wrong (a missing table);
             # a server or pooler that refuses to prepare is not asked again.
-            if not _sqlstate(result).startswith("42"):
+            if _sqlstate(result) in REFUSED:
                 _names[raw] = None
-                return None, f"it refused to prepare one ({_sqlstate(result)})"
+                return None, f"PREPARE was refused ({_sqlstate(result)})"
             return None, None
         names[statement] = name
     pgconn.send_query_prepared(name, values)
     results = raw.wait(generators.execute(pgconn))
     state = _sqlstate(results[-1]) if results[-1].status == pq.ExecStatus.FATAL_ERROR else ""
     if state not in (GONE, STALE):
+        if raw in _losses:  # forgiven, a little with each run
+            _losses[raw] -= 1
+            if _losses[raw] <= 0:
+                del _losses[raw]
         return results, None
-    losses = _losses[raw] = _losses.get(raw, 0) + 1
+    debt = _losses[raw] = _losses.get(raw, 0) + RECOVERY
+    losses = -(-debt // RECOVERY)  # the losses not yet forgiven, this one included
     if state == STALE or fresh or losses >= MAX_LOSSES:
         _names[raw] = None
         return None, f"a prepared statement went missing or stale ({state}, {losses} so far)"

@@ -43,8 +43,9 @@ from psycopg import generators, pq
 
 logger = logging.getLogger("django_dbjobs")
 
-#: Per psycopg connection: its prepared statements (statement -> name) and how many went
-#: missing; None once it prepares no more. Weak keys: the values do not refer to it.
+#: Per psycopg connection: its prepared statements (statement -> name), None once it
+#: prepares no more; and its losses not yet forgiven, in runs (RECOVERY per loss, one less
+#: per successful run). Weak keys: the values do not refer to it.
 _names: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _losses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: At most this many statements prepared per connection (enqueue() has a few shapes).

@@ -18,13 +18,14 @@ Uses a scratch database (``test_<name>``), as bench/run.py does.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import scratch  # noqa: E402
 
 
 def main() -> None:
@@ -35,18 +36,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=3000, help="Jobs per loop.")
     parser.add_argument("--runs", type=int, default=3, help="Loops of each kind (medians shown).")
     options = parser.parse_args()
-    os.environ["BENCH_DATABASE_URL"] = options.database
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
-    import django
-
-    django.setup()
-    from django.db import connection
-
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
+    scratch.setup(options.database)
+    with scratch.scratch_database() as connection:
         rows = profile(options.jobs, options.runs)
-    finally:
-        connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     print(f"enqueue() profile on {connection.vendor}, µs per job, medians of {options.runs} loops")
     for label, value in rows:
         print(f"  {label:<58} {value:8.1f}")

@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import scratch  # noqa: E402
+
 # The drain settings that were fastest on a 2-core machine (see bench/README.md).
 # No-op jobs: one single-threaded process per core, claiming up to 1,000 at a time;
 # on SQLite a single process, as every claim and acknowledgement takes the one write lock.
@@ -48,22 +50,13 @@ def main() -> None:
         help="Comma list of the workloads to run (default: W1,W2,W2s,W3,W4; W5 on request).",
     )
     options = parser.parse_args()
-    os.environ["BENCH_DATABASE_URL"] = options.database
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
-    import django
-
-    django.setup()
-    from django.db import connection
-
+    scratch.setup(options.database)
     runs = 1 if options.smoke else options.runs
     scale = 0.02 if options.smoke else 1.0
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
+    with scratch.scratch_database() as connection:
         from bench import workloads
 
         results = workloads.run_all(runs, scale, set(options.only.split(",")))
-    finally:
-        connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     print_table(connection.vendor, results)
     if options.json:
         Path(options.json).write_text(

@@ -12,7 +12,6 @@ A scratch database is created and dropped, as bench/run.py does.
 """
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -20,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import scratch  # noqa: E402
 
 
 def idle_cost(seconds: float, schedules: int) -> float:
@@ -81,20 +82,11 @@ def main() -> None:
     parser.add_argument("--database", required=True, help="Database URL (django-environ syntax).")
     parser.add_argument("--seconds", type=float, default=60.0, help="Length of each measurement.")
     options = parser.parse_args()
-    os.environ["BENCH_DATABASE_URL"] = options.database
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
-    import django
-
-    django.setup()
-    from django.db import connection
-
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
+    scratch.setup(options.database)
+    with scratch.scratch_database() as connection:
         idle_none = idle_cost(options.seconds, 0)
         idle_many = idle_cost(options.seconds, 50)
         exact = per_second(options.seconds)
-    finally:
-        connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
     print(f"database: {connection.vendor}")
     print(f"S1 idle scheduler, no schedules:          {idle_none:.1f} statements/min")
     print(f"S1 idle scheduler, 50 schedules not due:  {idle_many:.1f} statements/min")

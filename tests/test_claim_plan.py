@@ -93,10 +93,5 @@ def test_sqlite_claims_on_the_claim_index_without_statistics(paused):
             cursor.execute("DELETE FROM sqlite_stat1")
             cursor.execute("ANALYZE sqlite_schema")  # reloads the (now empty) statistics
         sql, params = Job.objects.claim_sql("w", 100, None, paused=paused)
-        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-        plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
-    assert (
-        "USING INDEX dbjobs_job_claim_idx" in plan or "USING COVERING INDEX dbjobs_job_claim_idx" in plan
-    ), plan
-    assert "TEMP B-TREE" not in plan, plan
+        assert_on_the_claim_index(cursor, sql, params)
     assert len(Job.objects.claim("w", 100, paused=paused)) == 100

@@ -10,7 +10,7 @@ prepared statement where the project allows them: db/prepared.py; the backend's 
 elsewhere; Django's cursor where something watches queries).
 
 Save signals (they need ``save()``) and MySQL, which cannot return the database's clock
-from an INSERT, take the usual way, inserts.insert().
+from an INSERT (MariaDB can: ``RETURNING``), take the usual way, inserts.insert().
 """
 
 from __future__ import annotations

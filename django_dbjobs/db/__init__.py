@@ -203,6 +203,21 @@ def sqlite_settings_problems(settings_dict: dict) -> list[str]:
     return problems
 
 
+def on_index(sql: str, connection, table: str, index: str) -> str:
+    """`sql`, reading `table` on `index`: ``INDEXED BY`` on SQLite, ``FORCE INDEX`` on
+    MySQL/MariaDB; unchanged on PostgreSQL, which has no index hints. `sql` must name the
+    table once, as Django's compiler writes it (quoted, followed by a space)."""
+    vendor = connection.vendor
+    if vendor not in ("sqlite", "mysql"):
+        return sql
+    quote = connection.ops.quote_name
+    source = f"FROM {quote(table)} "
+    if sql.count(source) != 1:
+        raise AssertionError(f"Unexpected SQL: {sql}")
+    hint = f"INDEXED BY {quote(index)}" if vendor == "sqlite" else f"FORCE INDEX ({quote(index)})"
+    return sql.replace(source, f"{source}{hint} ")
+
+
 def pks_on_index(queryset, index: str, limit: int) -> list:
     """The primary keys of `queryset` (ordered and locked as it says), at most `limit`, read on `index`.
 
@@ -217,11 +232,7 @@ def pks_on_index(queryset, index: str, limit: int) -> list:
     if connection.vendor != "mysql":
         return [row[0] for row in picked]
     sql, params = picked.query.get_compiler(using=using).as_sql()
-    quote = connection.ops.quote_name
-    table = quote(queryset.model._meta.db_table)
-    if sql.count(f"FROM {table} ") != 1:
-        raise AssertionError(f"Unexpected SQL: {sql}")
-    sql = sql.replace(f"FROM {table} ", f"FROM {table} FORCE INDEX ({quote(index)}) ")
+    sql = on_index(sql, connection, queryset.model._meta.db_table, index)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [row[0] for row in cursor.fetchall()]
@@ -237,6 +248,7 @@ from .claims import (  # noqa: E402 - the hot-path SQL, kept in its own modules
 from .completions import WithoutLastWorker, finish_successes  # noqa: E402
 
 __all__ += [
+    "on_index",
     "pks_on_index",
     "APPEND_SQL",
     "JSON_PLACEHOLDER",

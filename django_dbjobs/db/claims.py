@@ -89,19 +89,10 @@ def _pin_claim_index(sql: str, model, using: str) -> str:
     only the jobs it takes.
     PostgreSQL has no index hints (claim_jobs() says how its plan is kept).
     """
-    vendor = connections[using].vendor
-    if vendor not in ("sqlite", "mysql"):
-        return sql
-    from . import ReadyJobsIndex
+    from . import ReadyJobsIndex, on_index
 
     index = next(index.name for index in model._meta.indexes if isinstance(index, ReadyJobsIndex))
-    quote = connections[using].ops.quote_name
-    table = quote(model._meta.db_table)
-    if sql.count(f"FROM {table} ") != 1:
-        raise AssertionError(f"Unexpected claim SQL: {sql}")
-    hint = "INDEXED BY" if vendor == "sqlite" else "FORCE INDEX"
-    name = quote(index) if vendor == "sqlite" else f"({quote(index)})"
-    return sql.replace(f"FROM {table} ", f"FROM {table} {hint} {name} ")
+    return on_index(sql, connections[using], model._meta.db_table, index)
 
 
 def _inline_constants(sql: str, params: list, placeholders: set, using: str) -> tuple[str, list]:

@@ -12,22 +12,22 @@ is needed for correctness.
 from __future__ import annotations
 
 import logging
+import select
 import threading
 import time
 from collections.abc import Callable
 
-from django.db import DatabaseError, InterfaceError, connections
+from django.db import DatabaseError, InterfaceError
 
 from . import db
+from .db.listen import Listen
+from .wake_event import WakeEvent
 
 logger = logging.getLogger("django_dbjobs")
 
-CHANNEL = "dbjobs"
 _subscribers: set[threading.Event] = set()
 _generation = 0
 _schedule_generation = 0
-#: The NOTIFY payload a trigger sends when a schedule is saved or deleted (PostgreSQL).
-SCHEDULES_PAYLOAD = "schedules"
 _lock = threading.Lock()
 
 
@@ -71,60 +71,13 @@ def unsubscribe(event: threading.Event) -> None:
         _subscribers.discard(event)
 
 
-class Listener(threading.Thread):
-    """PostgreSQL: LISTEN on a connection of its own; set `event` on every NOTIFY.
-
-    Reconnects after the server restarts or the connection drops, and wakes the
-    worker once then, since notifications sent meanwhile are lost.
-    """
-
-    def __init__(self, using: str, event: threading.Event):
-        super().__init__(name="dbjobs-listener", daemon=True)
-        self.using = using
-        self.event = event
-        self.listening = threading.Event()
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        pause = 0.5
-        connection = connections[self.using]
-        try:
-            while not self._stop_event.is_set():
-                try:
-                    connection.ensure_connection()
-                    with connection.cursor() as cursor:
-                        cursor.execute(f"LISTEN {CHANNEL}")
-                    self.listening.set()
-                    self.event.set()  # notifications sent while disconnected are lost:
-                    schedules_changed()  # look again for jobs and schedules
-                    pause = 0.5
-                    while not self._stop_event.is_set():
-                        for notification in connection.connection.notifies(timeout=0.25):
-                            if notification.payload == SCHEDULES_PAYLOAD:
-                                schedules_changed()
-                            self.event.set()
-                except Exception as exc:  # noqa: BLE001 - any failure: reconnect
-                    self.listening.clear()
-                    if self._stop_event.is_set():
-                        break
-                    logger.warning("LISTEN connection lost, reconnecting in %.1fs: %s", pause, exc)
-                    connection.close()
-                    self._stop_event.wait(pause)
-                    pause = min(pause * 2, 30.0)
-        finally:
-            connection.close()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-
 class IdleWaiter:
     """How an idle worker waits for new jobs from other processes, per database."""
 
     def __init__(
         self,
         using: str,
-        event: threading.Event,
+        event: WakeEvent,
         queues: list[str] | None,
         paused: Callable[[], frozenset[str]] = frozenset,
     ):
@@ -136,18 +89,22 @@ class IdleWaiter:
         self.paused = paused
         self.steps = db.idle_check_steps(using)
         self.data_version = db.uses_data_version(using)
-        self.listener: Listener | None = None
+        self.listen: Listen | None = None
         self._data_version: int | None = None
 
     def start(self) -> None:
         if db.supports_listen(self.using):
-            self.listener = Listener(self.using, self.event)
-            self.listener.start()
+            self.listen = Listen(self.using)
+            self._connect()
 
     def stop(self) -> None:
-        if self.listener is not None:
-            self.listener.stop()
-            self.listener.join(3)
+        if self.listen is not None:
+            self.listen.close()
+
+    @property
+    def listening(self) -> bool:
+        """PostgreSQL: whether the LISTEN connection is open now."""
+        return self.listen is not None and self.listen.listening
 
     def wait(self, timeout: float, probe: bool = True) -> bool:
         """Wait up to `timeout` seconds; return True if there may be new work.
@@ -155,8 +112,10 @@ class IdleWaiter:
         Without `probe`, only this process's wake-ups end the wait early (the worker
         has no free thread, so other processes' new jobs can wait).
         """
+        if self.listen is not None:
+            return self._wait_listening(timeout)
         steps = self.steps
-        if steps is None or self.listener is not None or not probe:
+        if steps is None or not probe:
             woken = self.event.wait(timeout)
             self.event.clear()
             return woken
@@ -170,6 +129,40 @@ class IdleWaiter:
                 return True
             step = min(step * 1.5, longest)
         return False
+
+    def _wait_listening(self, timeout: float) -> bool:
+        """PostgreSQL: wait for the event or a NOTIFY, in one select() (see wake_event.py).
+
+        A NOTIFY ends the wait whether or not the caller would probe, as the event does:
+        the socket must be read all the same (an unread one holds back the server's
+        notification queue), and the loop decides what a wake-up is worth.
+        """
+        event, listen = self.event, self.listen
+        deadline = time.monotonic() + timeout
+        while True:
+            self._connect()
+            if event.is_set():
+                event.clear()
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if not listen.listening:
+                event.wait(min(remaining, max(listen.retry_in(), 0.01)))
+                continue
+            readable, _, _ = select.select([listen, event], [], [], remaining)
+            if listen in readable:
+                jobs, schedules = listen.read()
+                if schedules:
+                    schedules_changed()
+                if jobs or schedules:
+                    event.set()
+
+    def _connect(self) -> None:
+        """(Re)open the LISTEN connection when due; once open, look for work as if notified."""
+        if self.listen.connect():
+            self.event.set()  # notifications sent while it was closed are lost:
+            schedules_changed()  # look again for jobs and schedules
 
     def _changed(self) -> bool:
         try:

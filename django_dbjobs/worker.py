@@ -28,6 +28,7 @@ from .retention import Pruner
 from .scheduler import Scheduler
 from .stop_signals import StopSignals
 from .sweep import Sweeper, stale_before
+from .wake_event import WakeEvent
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -79,7 +80,7 @@ class Worker:
         # Ends the loop's wait, whoever sets it: new jobs (wakeup.py), a thread that will want
         # a job, a stop, a success batch or a deadline starting, an outcome not stored. The
         # loop looks at everything on each turn, so it need not know which.
-        self._wake = threading.Event()
+        self._wake = WakeEvent()  # the idle wait select()s it (wakeup.py)
         self._drained = False  # see _loop()
         self._stopping = False
         self._forced = threading.Event()
@@ -149,6 +150,7 @@ class Worker:
             wakeup.unsubscribe(self._wake)
             timeouts.unsubscribe(self._wake)
             signals.uninstall()
+            self._wake.close()
 
     def _job_stuck(self, armed) -> None:
         """A job ran past its timeout and would not stop: record it, then end this process (stuck.py)."""

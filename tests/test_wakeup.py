@@ -1,13 +1,17 @@
 """Cross-process wake-ups: NOTIFY on PostgreSQL, data_version on SQLite, a probe on MariaDB."""
 
+import select
 import threading
 import time
 
 import pytest
 from django.db import connection, transaction
 
-from django_dbjobs import bulk_enqueue, db, enqueue, enqueue_many, prepare
+from django_dbjobs import bulk_enqueue, db, enqueue, enqueue_many, prepare, wakeup
+from django_dbjobs.db.listen import SCHEDULES_PAYLOAD
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
+from django_dbjobs.wake_event import WakeEvent
+from django_dbjobs.wakeup import IdleWaiter
 from tests import jobs
 from tests.conftest import restart_database, wait_for
 
@@ -102,14 +106,11 @@ def test_worker_listens_again_after_a_postgresql_restart(run_jobs):
 
 
 def test_idle_waiter_in_this_process_notices_other_connections_commits():
-    from django_dbjobs.wakeup import IdleWaiter
-
-    waiter = IdleWaiter("default", threading.Event(), None)
+    waiter = IdleWaiter("default", WakeEvent(), None)
     waiter.start()
     try:
         waiter.wait(0.05)
-        if waiter.listener is not None:
-            assert waiter.listener.listening.wait(5)
+        assert waiter.listening == db.supports_listen()
 
         def enqueue_elsewhere():
             time.sleep(0.2)
@@ -126,3 +127,107 @@ def test_idle_waiter_in_this_process_notices_other_connections_commits():
         thread.join()
     finally:
         waiter.stop()
+
+
+def readable(event: WakeEvent) -> bool:
+    return bool(select.select([event], [], [], 0)[0])
+
+
+def test_a_wake_event_is_readable_exactly_while_it_is_set():
+    event = WakeEvent()
+    try:
+        assert not readable(event) and not event.is_set()
+        event.set()
+        event.set()
+        assert readable(event) and event.is_set()
+        assert event.wait(0)
+        event.clear()
+        assert not readable(event) and not event.is_set()
+        event.clear()
+        event.set()
+        assert readable(event)
+        setter = threading.Timer(0.1, event.clear)  # another thread's clear() is seen too
+        setter.start()
+        setter.join()
+        assert not readable(event)
+    finally:
+        event.close()
+    event.set()  # closed: still an Event, and a late set() from a job thread does not raise
+    assert event.is_set()
+
+
+needs_listen = pytest.mark.skipif(not db.supports_listen(), reason="NOTIFY exists on PostgreSQL only")
+
+
+def notify(payload: str = "") -> None:
+    listener = Listening()  # any other connection
+    try:
+        listener.conn.execute("SELECT pg_notify('dbjobs', %s)", [payload])
+    finally:
+        listener.close()
+
+
+@needs_listen
+def test_a_notify_ends_the_wait_whether_or_not_the_worker_would_probe():
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        assert waiter.wait(1) is True  # listening from now on: look for work once
+        for probe in (True, False):
+            threading.Timer(0.2, notify).start()
+            started = time.monotonic()
+            assert waiter.wait(10, probe=probe) is True
+            assert 0.15 < time.monotonic() - started < 2
+            assert not event.is_set()
+        started = time.monotonic()
+        assert waiter.wait(0.3) is False, "woken with nothing sent"
+        assert time.monotonic() - started >= 0.29
+    finally:
+        waiter.stop()
+        event.close()
+
+
+@needs_listen
+def test_a_schedule_notify_wakes_the_scheduler_too():
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        waiter.wait(1)
+        before = wakeup.schedule_generation()
+        threading.Timer(0.1, notify, [SCHEDULES_PAYLOAD]).start()
+        assert waiter.wait(10) is True
+        assert wakeup.schedule_generation() == before + 1
+    finally:
+        waiter.stop()
+        event.close()
+
+
+@needs_listen
+def test_a_listen_connection_closed_by_the_server_is_opened_again(caplog):
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        waiter.wait(1)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE query = 'LISTEN dbjobs' AND pid <> pg_backend_pid() AND state = 'idle'"
+                " AND backend_start > now() - interval '1 minute'"
+            )
+        started = time.monotonic()
+        with caplog.at_level("WARNING", logger="django_dbjobs"):
+            # Closed, then opened again after its pause: notifications sent meanwhile are
+            # lost, so the waiter wakes the worker to look.
+            assert waiter.wait(10) is True
+        assert "LISTEN connection lost, reconnecting in 0.5s" in caplog.text
+        assert 0.4 < time.monotonic() - started < 5
+        assert waiter.listening
+        threading.Timer(0.1, notify).start()
+        assert waiter.wait(10) is True
+        assert waiter.wait(0.2) is False
+    finally:
+        waiter.stop()
+        event.close()

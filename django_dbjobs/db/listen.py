@@ -1,0 +1,108 @@
+"""PostgreSQL: the worker's LISTEN connection, read by the thread that waits for work.
+
+It is a connection of its own (``connections.create_connection()``: Django's settings,
+OPTIONS and connection_created receivers, but not the thread's claim connection, which
+an outage handler may close and open again), read without blocking: the waiting thread
+select()s its socket beside its wake-up event (wake_event.py) and calls read() when it
+is readable. A connection lost (the server restarted, a pooler or pg_terminate_backend
+closed it) is opened again from the next wait, after a pause that doubles up to 30 s;
+notifications sent meanwhile are lost, so each (re)connection counts as one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.db import connections
+
+logger = logging.getLogger("django_dbjobs")
+
+CHANNEL = "dbjobs"
+#: The NOTIFY payload a trigger sends when a schedule is saved or deleted.
+SCHEDULES_PAYLOAD = "schedules"
+FIRST_PAUSE = 0.5
+LONGEST_PAUSE = 30.0
+
+
+class Listen:
+    """A LISTEN connection to `using`, opened by connect() and read by read()."""
+
+    def __init__(self, using: str):
+        self.using = using
+        self._connection = None
+        self._pause = FIRST_PAUSE
+        self._retry_at = 0.0
+
+    @property
+    def listening(self) -> bool:
+        return self._connection is not None
+
+    def fileno(self) -> int:
+        """The socket to select() for reading; only while listening."""
+        return self._connection.connection.pgconn.socket
+
+    def retry_in(self) -> float:
+        """Seconds until connect() tries again (0: now)."""
+        return max(self._retry_at - time.monotonic(), 0.0)
+
+    def connect(self) -> bool:
+        """LISTEN, unless listening already or the pause since the last failure is not over.
+
+        True when it just started listening: whatever was sent before is unknown to the
+        caller, which must look for work as if notified.
+        """
+        if self._connection is not None or self.retry_in() > 0:
+            return False
+        connection = connections.create_connection(self.using)
+        try:
+            connection.ensure_connection()
+            with connection.cursor() as cursor:
+                cursor.execute(f"LISTEN {CHANNEL}")
+        except Exception as exc:  # noqa: BLE001 - a receiver or the server: try again later
+            self._lost(connection, exc)
+            return False
+        self._connection = connection
+        self._pause = FIRST_PAUSE
+        return True
+
+    def read(self) -> tuple[int, int]:
+        """Take what arrived without waiting: (job notifications, schedule notifications).
+
+        A lost connection is closed and logged (connect() opens it again later), and
+        reads as (0, 0).
+        """
+        connection = self._connection
+        if connection is None:
+            return 0, 0
+        jobs = schedules = 0
+        try:
+            pgconn = connection.connection.pgconn
+            pgconn.consume_input()
+            while (notification := pgconn.notifies()) is not None:
+                if notification.extra == SCHEDULES_PAYLOAD.encode():
+                    schedules += 1
+                else:
+                    jobs += 1
+        except Exception as exc:  # noqa: BLE001 - psycopg's OperationalError, or any: reconnect
+            self._connection = None
+            self._lost(connection, exc)
+        return jobs, schedules
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            _close(connection)
+
+    def _lost(self, connection, exc: Exception) -> None:
+        logger.warning("LISTEN connection lost, reconnecting in %.1fs: %s", self._pause, exc)
+        _close(connection)
+        self._retry_at = time.monotonic() + self._pause
+        self._pause = min(self._pause * 2, LONGEST_PAUSE)
+
+
+def _close(connection) -> None:
+    try:
+        connection.close()
+    except Exception:  # noqa: BLE001 - it is gone either way
+        logger.debug("Closing the LISTEN connection failed", exc_info=True)

@@ -1,0 +1,53 @@
+"""WakeEvent: the worker's wake-up event, which select() can also wait for.
+
+An idle worker on PostgreSQL waits for two things at once: its event (set by this
+process: a job thread wanting work, an enqueue on commit, a signal) and a NOTIFY on its
+LISTEN connection (another process's enqueue). A thread that read the LISTEN socket and
+set the event put one more thread hand-off in every wake-up: measured here, about
+0.1 ms of the 2 ms between another process's commit and the job's start. So the loop's
+thread waits for both in one select(): the event is also readable, through a socket pair
+that holds one byte exactly while the event is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+
+class WakeEvent(threading.Event):
+    """A threading.Event with a fileno(): readable while it is set."""
+
+    def __init__(self):
+        super().__init__()
+        self._lock = threading.Lock()  # keeps the flag and the byte in step
+        self._reader, self._writer = socket.socketpair()
+        self._reader.setblocking(False)
+        self._writer.setblocking(False)
+        self._byte = False
+
+    def fileno(self) -> int:
+        return self._reader.fileno()
+
+    def set(self) -> None:
+        with self._lock:
+            super().set()
+            if not self._byte:
+                self._byte = True
+                with contextlib.suppress(OSError):  # closed: the worker is gone
+                    self._writer.send(b"\0")
+
+    def clear(self) -> None:
+        with self._lock:
+            super().clear()
+            if self._byte:
+                self._byte = False
+                with contextlib.suppress(OSError):
+                    self._reader.recv(1)
+
+    def close(self) -> None:
+        """Free the socket pair; the event still works as a threading.Event after it."""
+        with self._lock:
+            self._reader.close()
+            self._writer.close()

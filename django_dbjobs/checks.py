@@ -188,6 +188,14 @@ def check_settings(app_configs=None, **kwargs):
                 id="dbjobs.E028",
             )
         )
+    if not isinstance(settings.PREPARED_CLAIMS, bool):
+        errors.append(
+            checks.Error(
+                f"DBJOBS_PREPARED_CLAIMS must be True or False, not {settings.PREPARED_CLAIMS!r}.",
+                hint="True (the default) prepares the worker's claim on PostgreSQL; False sends it plain.",
+                id="dbjobs.E029",
+            )
+        )
     for name in ("KEEP_SUCCEEDED", "KEEP_FAILED"):
         value = getattr(settings, name)
         seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else value

@@ -6,12 +6,15 @@ statistics did to it in the benchmark (a backlog read and sorted on every claim)
 """
 
 import pytest
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection, connections, transaction
 
 from django_dbjobs import enqueue_many
 from django_dbjobs.db import direct
 from django_dbjobs.models import Job, JobStatus
 from tests import jobs
+
+# direct.run() is given Django's connection wrapper itself, as the library's code gives it
+# (connections[alias]): given django.db.connection, a proxy, it would take Django's cursor.
 
 pytestmark = [
     pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite and MySQL name the index"),
@@ -31,8 +34,9 @@ def setting(name: str) -> str:
 def claim_plan(through_django: bool = False) -> str:
     """The plan of the claim as claim_jobs() runs it (without_sort), read with EXPLAIN."""
     sql, params = Job.objects.claim_sql("w", 20)
+    wrapper = connections["default"]
     if not through_django:
-        rows, _names = direct.run(connection, f"EXPLAIN {sql}", params, many=True, without_sort=True)
+        rows, _names = direct.run(wrapper, f"EXPLAIN {sql}", params, many=True, without_sort=True)
         return "\n".join(row[0] for row in rows)
     statements = []
 
@@ -41,7 +45,7 @@ def claim_plan(through_django: bool = False) -> str:
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture):  # a hook on the cursor: Django's cursor runs it
-        rows, _names = direct.run(connection, f"EXPLAIN {sql}", params, many=True, without_sort=True)
+        rows, _names = direct.run(wrapper, f"EXPLAIN {sql}", params, many=True, without_sort=True)
     assert "set_config('enable_sort', 'off', true)" in statements[0]
     if connection.get_autocommit():
         assert len(statements) == 1, "one query holding both statements: one round trip"
@@ -100,28 +104,28 @@ def test_an_error_in_the_pipeline_is_raised_and_leaves_the_connection_usable():
         return connection.connection.pgconn.pipeline_status == pq.PipelineStatus.OFF
 
     with pytest.raises(DatabaseError, match="division by zero"):
-        direct.run(connection, "SELECT 1 / %s", [0], without_sort=True)
+        direct.run(connections["default"], "SELECT 1 / %s", [0], without_sort=True)
     assert out_of_pipeline_mode()
     assert connection.get_autocommit()
     assert setting("enable_sort") == "on"
-    assert direct.run(connection, "SELECT 1 + %s", [1]) == (2,)
-    assert direct.run(connection, "SELECT 1 + %s", [2], without_sort=True) == (3,)
+    assert direct.run(connections["default"], "SELECT 1 + %s", [1]) == (2,)
+    assert direct.run(connections["default"], "SELECT 1 + %s", [2], without_sort=True) == (3,)
     with pytest.raises(DatabaseError), transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")  # the transaction has begun: libpq.run() takes the next
         try:
-            direct.run(connection, "SELECT 1 / %s", [0], without_sort=True)
+            direct.run(connections["default"], "SELECT 1 / %s", [0], without_sort=True)
         finally:
             assert out_of_pipeline_mode()
             assert connection.needs_rollback, "the caller's transaction is marked for rollback"
     assert setting("enable_sort") == "on"
-    assert direct.run(connection, "SELECT 2", [], without_sort=True) == (2,)
+    assert direct.run(connections["default"], "SELECT 2", [], without_sort=True) == (2,)
 
 
 def test_an_error_through_djangos_cursor_leaves_the_connection_usable():
     with connection.execute_wrapper(lambda execute, *args: execute(*args)):
         with pytest.raises(DatabaseError, match="division by zero"):
-            direct.run(connection, "SELECT 1 / %s", [0], without_sort=True)
+            direct.run(connections["default"], "SELECT 1 / %s", [0], without_sort=True)
         assert connection.get_autocommit()
         assert setting("enable_sort") == "on"
-        assert direct.run(connection, "SELECT 1 + %s", [1], without_sort=True) == (2,)
+        assert direct.run(connections["default"], "SELECT 1 + %s", [1], without_sort=True) == (2,)

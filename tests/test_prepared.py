@@ -1,5 +1,6 @@
 """PostgreSQL: enqueue()'s INSERT as a prepared statement (db/prepared.py), only where the
-project allows prepared statements, only in autocommit, and never at the cost of a job."""
+project allows prepared statements, and the worker's claim, unless turned off; only in
+autocommit, and never at the cost of a job."""
 
 import contextlib
 
@@ -7,7 +8,7 @@ import pytest
 from django.db import IntegrityError, ProgrammingError, connection, transaction
 from django.test import override_settings
 
-from django_dbjobs import enqueue
+from django_dbjobs import enqueue, enqueue_many
 from django_dbjobs.db import libpq, prepared
 from django_dbjobs.models import Job
 from tests import jobs
@@ -187,3 +188,123 @@ def test_a_watched_connection_runs_it_through_djangos_cursor():
         assert any(query["sql"].startswith('INSERT INTO "django_dbjobs_job"') for query in connection.queries)
         assert ours() == []
     assert Job.objects.get(pk=job.pk).args == [1, 2]
+
+
+# The worker's claim (DBJOBS_PREPARED_CLAIMS, on by default).
+
+
+@pytest.fixture
+def session():
+    """The test connection with no prepared statement and a clean record of them."""
+    connection.ensure_connection()
+    raw = connection.connection
+
+    def forget():
+        prepared._names.pop(raw, None)
+        prepared._losses.pop(raw, None)
+        with connection.cursor() as cursor:
+            cursor.execute("DEALLOCATE ALL")
+
+    forget()
+    yield raw
+    forget()
+
+
+def claim_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name FROM pg_prepared_statements WHERE name LIKE 'dbjobs%%'"
+            " AND statement LIKE 'UPDATE \"django_dbjobs_job\" SET status = ''RUNNING''%%'"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def claim(count: int = 1) -> list[Job]:
+    return Job.objects.claim("w1", count)
+
+
+def test_the_claim_is_prepared_once_per_connection_by_default(session):
+    first, second = enqueue(jobs.add, 1, 2), enqueue(jobs.add, 3, 4, priority=5)
+    assert [job.pk for job in claim()] == [second.pk]
+    (name,) = claim_statements()
+    assert [job.pk for job in claim()] == [first.pk]
+    assert claim() == []
+    assert claim_statements() == [name]
+    if connection.pg_version >= 140000:
+        assert executions(name) == 3
+    rows = Job.objects.values_list("pk", "status", "worker", "attempts")
+    assert sorted(rows) == sorted([(first.pk, "RUNNING", "w1", 1), (second.pk, "RUNNING", "w1", 1)])
+
+
+@pytest.mark.parametrize("where", ["setting", "pooler", "transaction"])
+def test_the_claim_is_not_prepared_when_turned_off_behind_a_pooler_or_in_a_transaction(session, where):
+    job = enqueue(jobs.add, 1, 2)
+    if where == "setting":
+        with override_settings(DBJOBS_PREPARED_CLAIMS=False):
+            claimed = claim()
+    elif where == "pooler":
+        connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = True
+        try:
+            claimed = claim()
+        finally:
+            del connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"]
+    else:
+        with transaction.atomic():
+            claimed = claim()
+    assert [j.pk for j in claimed] == [job.pk]
+    assert claim_statements() == []
+
+
+def test_a_claim_gone_from_the_session_is_sent_plain_then_prepared_again(session):
+    jobs_in_order = [enqueue(jobs.add, n, n) for n in range(3)]
+    assert [j.pk for j in claim()] == [jobs_in_order[0].pk]
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")  # what a pooler's DISCARD ALL does
+    assert [j.pk for j in claim()] == [jobs_in_order[1].pk]  # plain, once
+    assert claim_statements() == []
+    assert [j.pk for j in claim()] == [jobs_in_order[2].pk]
+    assert len(claim_statements()) == 1
+    assert Job.objects.filter(status="RUNNING", attempts=1).count() == 3
+
+
+def test_a_session_that_has_the_claim_already_uses_it(session):
+    first, second = enqueue(jobs.add, 1, 2), enqueue(jobs.add, 3, 4)
+    assert [j.pk for j in claim()] == [first.pk]
+    (name,) = claim_statements()
+    prepared._names.pop(session)  # a new Django connection on a pooled server session
+    assert [j.pk for j in claim()] == [second.pk]
+    assert claim_statements() == [name]
+    if connection.pg_version >= 140000:
+        assert executions(name) == 2
+
+
+def test_a_prepared_claim_keeps_a_plan_made_without_sorting(session):
+    """Every plan of the prepared claim is made in its pipeline, after enable_sort is turned
+    off: the generic plan PostgreSQL caches after five runs too, which later runs reuse
+    whatever the session's settings then."""
+    from tests.test_claim_without_sort import PREFER_SORTING
+
+    enqueue_many(jobs.add, [(n, n) for n in range(300)])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE django_dbjobs_job")
+        cursor.execute(PREFER_SORTING)
+    try:
+        taken = [job.pk for _ in range(8) for job in claim(5)]
+        in_claim_order = Job.objects.order_by("-priority", "run_at", "pk").values_list("pk", flat=True)
+        assert taken == list(in_claim_order[:40])
+        (name,) = claim_statements()
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = %s", [name])
+            (statement,) = cursor.fetchone()
+            cursor.execute(f"PREPARE dbjobs_test_fresh AS {statement}")
+            cursor.execute("EXPLAIN EXECUTE dbjobs_test_fresh('w1', 'w1', 5)")
+            fresh = "\n".join(row[0] for row in cursor.fetchall())
+            cursor.execute(f"EXPLAIN EXECUTE {name}('w1', 'w1', 5)")
+            cached = "\n".join(row[0] for row in cursor.fetchall())
+            cursor.execute("DEALLOCATE dbjobs_test_fresh")
+        assert "Sort" in fresh, f"planned now, with sorting allowed, it sorts (the premise): {fresh}"
+        assert "Sort" not in cached and "dbjobs_job_claim_idx" in cached, cached
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET random_page_cost")

@@ -89,16 +89,25 @@ def _pipelines() -> bool:
 _PIPELINES: bool | None = None
 
 
-def _pipelined(raw, commands: list[tuple]) -> list:
-    """Send `commands` ((statement, values, types, formats) each) in one pipeline ending in a
-    Sync, and return their results. One round trip; in autocommit, one implicit transaction
-    that commits at the Sync, or rolls back there if a statement failed (those after it are
-    skipped)."""
+def _send(statement: bytes, values=None, types=None, formats=None):
+    """A command for _pipelined(): `statement` with its parameters, unprepared."""
+
+    def send(pgconn) -> None:
+        pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
+
+    return send
+
+
+def _pipelined(raw, sends: list) -> list:
+    """Send each command (a function sending one statement on the PGconn: _send(), or a
+    prepared statement's) in one pipeline ending in a Sync, and return their results. One
+    round trip; in autocommit, one implicit transaction that commits at the Sync, or rolls
+    back there if a statement failed (those after it are skipped)."""
     pgconn = raw.pgconn
     pgconn.enter_pipeline_mode()
     try:
-        for statement, values, types, formats in commands:
-            pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
+        for send in sends:
+            send(pgconn)
         pgconn.pipeline_sync()
         raw.wait(generators.send(pgconn))
         # Then wait to read, never to write: psycopg's pipeline_communicate() waits for
@@ -171,12 +180,16 @@ def run(
     with raw.lock:
         if without_sort:
             within = status == pq.TransactionStatus.INTRANS
-            results = _pipelined(
-                raw,
-                [(SORT_OFF_IN_TRANSACTION if within else SORT_OFF, None, None, None)]
-                + [(statement, values, types, formats)]
-                + ([(SORT_BACK, None, None, None)] if within else []),
-            )
+            results = None
+            if not within and types is None and prepared.claims_allowed(connection, raw):
+                results, lost = prepared.execute_pipelined(raw, _pipelined, SORT_OFF, statement, values)
+            if results is None:
+                results = _pipelined(
+                    raw,
+                    [_send(SORT_OFF_IN_TRANSACTION if within else SORT_OFF)]
+                    + [_send(statement, values, types, formats)]
+                    + ([_send(SORT_BACK)] if within else []),
+                )
         else:
             results = None
             if prepare and types is None and status == pq.TransactionStatus.IDLE:
@@ -186,7 +199,7 @@ def run(
                 pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
                 results = raw.wait(generators.execute(pgconn))
     if lost:
-        logger.info("enqueue() prepares no more statements on a PostgreSQL connection: %s", lost)
+        logger.info("django-dbjobs prepares no more statements on a PostgreSQL connection: %s", lost)
     for result in results:
         if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
             raise errors.error_from_result(result, encoding="utf-8")

@@ -1,11 +1,11 @@
-"""WakeEvent: the worker's wake-up event, which select() can also wait for.
+"""WakeEvent: the worker's wake-up event, which poll() and select() can also wait for.
 
 An idle worker on PostgreSQL waits for two things at once: its event (set by this
 process: a job thread wanting work, an enqueue on commit, a signal) and a NOTIFY on its
 LISTEN connection (another process's enqueue). A thread that read the LISTEN socket and
 set the event put one more thread hand-off in every wake-up: measured here, about
 0.1 ms of the 2 ms between another process's commit and the job's start. So the loop's
-thread waits for both in one select(): the event is also readable, through a socket pair
+thread waits for both in one poll(): the event is also readable, through a socket pair
 that holds one byte exactly while the event is set.
 """
 

@@ -12,6 +12,7 @@ is needed for correctness.
 from __future__ import annotations
 
 import logging
+import math
 import select
 import threading
 import time
@@ -69,6 +70,17 @@ def subscribe(event: threading.Event) -> None:
 def unsubscribe(event: threading.Event) -> None:
     with _lock:
         _subscribers.discard(event)
+
+
+def _readable(fds: list[int], timeout: float) -> set[int]:
+    """Those of `fds` readable (or closed) within `timeout` seconds: poll() where there is one,
+    since select() fails on a descriptor numbered 1024 or more (a worker with many threads)."""
+    if not hasattr(select, "poll"):
+        return set(select.select(fds, [], [], timeout)[0])
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return {fd for fd, _events in poller.poll(math.ceil(timeout * 1000))}
 
 
 class IdleWaiter:
@@ -131,7 +143,7 @@ class IdleWaiter:
         return False
 
     def _wait_listening(self, timeout: float) -> bool:
-        """PostgreSQL: wait for the event or a NOTIFY, in one select() (see wake_event.py).
+        """PostgreSQL: wait for the event or a NOTIFY, in one poll() (see wake_event.py).
 
         A NOTIFY ends the wait whether or not the caller would probe, as the event does:
         the socket must be read all the same (an unread one holds back the server's
@@ -150,8 +162,7 @@ class IdleWaiter:
             if not listen.listening:
                 event.wait(min(remaining, max(listen.retry_in(), 0.01)))
                 continue
-            readable, _, _ = select.select([listen, event], [], [], remaining)
-            if listen in readable:
+            if listen.fileno() in _readable([listen.fileno(), event.fileno()], remaining):
                 jobs, schedules = listen.read()
                 if schedules:
                     schedules_changed()

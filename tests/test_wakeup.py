@@ -231,3 +231,30 @@ def test_a_listen_connection_closed_by_the_server_is_opened_again(caplog):
     finally:
         waiter.stop()
         event.close()
+
+
+@needs_listen
+def test_the_wait_takes_descriptors_numbered_past_select_s_limit():
+    """A worker with many threads and files has descriptors past 1023, where select() fails."""
+    import os
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"at most {hard} open files here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    spare = [os.dup(0) for _ in range(1100)]
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    try:
+        waiter.start()
+        assert event.fileno() > 1024
+        waiter.wait(1)
+        threading.Timer(0.1, notify).start()
+        assert waiter.wait(10) is True
+    finally:
+        waiter.stop()
+        event.close()
+        for fd in spare:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

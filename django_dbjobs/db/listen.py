@@ -3,7 +3,7 @@
 It is a connection of its own (``connections.create_connection()``: Django's settings,
 OPTIONS and connection_created receivers, but not the thread's claim connection, which
 an outage handler may close and open again), read without blocking: the waiting thread
-select()s its socket beside its wake-up event (wake_event.py) and calls read() when it
+polls its socket beside its wake-up event (wake_event.py) and calls read() when it
 is readable. A connection lost (the server restarted, a pooler or pg_terminate_backend
 closed it) is opened again from the next wait, after a pause that doubles up to 30 s;
 notifications sent meanwhile are lost, so each (re)connection counts as one.
@@ -39,7 +39,7 @@ class Listen:
         return self._connection is not None
 
     def fileno(self) -> int:
-        """The socket to select() for reading; only while listening."""
+        """The socket to poll for reading; only while listening."""
         return self._connection.connection.pgconn.socket
 
     def retry_in(self) -> float:
@@ -75,10 +75,14 @@ class Listen:
         connection = self._connection
         if connection is None:
             return 0, 0
+        from psycopg import pq  # psycopg is installed where LISTEN is used (db.supports_listen())
+
         jobs = schedules = 0
         try:
             pgconn = connection.connection.pgconn
             pgconn.consume_input()
+            if pgconn.status == pq.ConnStatus.BAD:  # closed without an error: poll() would spin
+                raise ConnectionError("the server closed the connection")
             while (notification := pgconn.notifies()) is not None:
                 if notification.extra == SCHEDULES_PAYLOAD.encode():
                     schedules += 1

@@ -43,8 +43,9 @@ class WakeEvent(threading.Event):
             super().clear()
             if self._byte:
                 self._byte = False
-                with contextlib.suppress(OSError):
-                    self._reader.recv(1)
+                with contextlib.suppress(OSError):  # BlockingIOError once empty
+                    while self._reader.recv(64):
+                        pass
 
     def close(self) -> None:
         """Free the socket pair; the event still works as a threading.Event after it."""

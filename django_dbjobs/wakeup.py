@@ -145,14 +145,16 @@ class IdleWaiter:
     def _wait_listening(self, timeout: float) -> bool:
         """PostgreSQL: wait for the event or a NOTIFY, in one poll() (see wake_event.py).
 
-        A NOTIFY ends the wait whether or not the caller would probe, as the event does:
-        the socket must be read all the same (an unread one holds back the server's
-        notification queue), and the loop decides what a wake-up is worth.
+        A NOTIFY ends the wait whether or not the caller would probe, as the event does,
+        and the loop decides what a wake-up is worth. The socket is read on every call,
+        even when the event is already set: a LISTEN backend whose client does not read
+        blocks on sending, and holds back the server's notification queue meanwhile.
         """
         event, listen = self.event, self.listen
         deadline = time.monotonic() + timeout
         while True:
             self._connect()
+            self._read()  # on every turn, even one the event ends: a busy worker's too
             if event.is_set():
                 event.clear()
                 return True
@@ -162,12 +164,15 @@ class IdleWaiter:
             if not listen.listening:
                 event.wait(min(remaining, max(listen.retry_in(), 0.01)))
                 continue
-            if listen.fileno() in _readable([listen.fileno(), event.fileno()], remaining):
-                jobs, schedules = listen.read()
-                if schedules:
-                    schedules_changed()
-                if jobs or schedules:
-                    event.set()
+            _readable([listen.fileno(), event.fileno()], remaining)
+
+    def _read(self) -> None:
+        """Take the notifications that arrived, without waiting; any sets the event."""
+        jobs, schedules = self.listen.read()
+        if schedules:
+            schedules_changed()
+        if jobs or schedules:
+            self.event.set()
 
     def _connect(self) -> None:
         """(Re)open the LISTEN connection when due; once open, look for work as if notified."""

@@ -145,12 +145,14 @@ class Worker:
             )
             self._loop()
         finally:
-            self._shutdown()
-            self._waiter.stop()
-            wakeup.unsubscribe(self._wake)
-            timeouts.unsubscribe(self._wake)
-            signals.uninstall()
-            self._wake.close()
+            try:
+                self._waiter.stop()  # claims no more: its LISTEN connection is not read from now on
+                self._shutdown()
+            finally:
+                wakeup.unsubscribe(self._wake)
+                timeouts.unsubscribe(self._wake)
+                signals.uninstall()
+                self._wake.close()
 
     def _job_stuck(self, armed) -> None:
         """A job ran past its timeout and would not stop: record it, then end this process (stuck.py)."""

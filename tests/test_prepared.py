@@ -5,11 +5,11 @@ autocommit, and never at the cost of a job."""
 import contextlib
 
 import pytest
-from django.db import IntegrityError, ProgrammingError, connection, transaction
+from django.db import DatabaseError, IntegrityError, ProgrammingError, connection, connections, transaction
 from django.test import override_settings
 
 from django_dbjobs import enqueue, enqueue_many
-from django_dbjobs.db import libpq, prepared
+from django_dbjobs.db import direct, libpq, prepared
 from django_dbjobs.models import Job
 from tests import jobs
 
@@ -308,3 +308,32 @@ def test_a_prepared_claim_keeps_a_plan_made_without_sorting(session):
     finally:
         with connection.cursor() as cursor:
             cursor.execute("RESET random_page_cost")
+
+
+def test_an_error_in_a_prepared_claim_is_raised_and_the_connection_goes_on(session):
+    wrapper = connections["default"]
+    with pytest.raises(DatabaseError, match="division by zero"):
+        direct.run(wrapper, "SELECT 1 / %s", [0], without_sort=True, prepare=True)
+    assert connection.get_autocommit()
+    assert direct.run(wrapper, "SELECT 2 / %s", [1], without_sort=True, prepare=True) == (2,)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement = 'SELECT 2 / $1'")
+        assert cursor.fetchone()[0] == 1
+
+
+def test_a_claim_whose_table_changed_is_sent_plain_and_prepared_no_more(session, caplog):
+    """A migration that changes a returned column's type: the prepared claim no longer fits
+    ("cached plan must not change result type"); the claim is sent plain and takes its job."""
+    length = Job._meta.get_field("queue").max_length
+    first, second = enqueue(jobs.add, 1, 2), enqueue(jobs.add, 3, 4)
+    assert [j.pk for j in claim()] == [first.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE django_dbjobs_job ALTER COLUMN queue TYPE varchar({length + 1})")
+    try:
+        with caplog.at_level("INFO", logger="django_dbjobs"):
+            assert [j.pk for j in claim()] == [second.pk]
+        assert "prepares no more statements" in caplog.text
+        assert prepared._names[session] is None
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE django_dbjobs_job ALTER COLUMN queue TYPE varchar({length})")

@@ -211,12 +211,9 @@ def test_a_listen_connection_closed_by_the_server_is_opened_again(caplog):
     waiter.start()
     try:
         waiter.wait(1)
+        pid = waiter.listen._connection.connection.pgconn.backend_pid
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE query = 'LISTEN dbjobs' AND pid <> pg_backend_pid() AND state = 'idle'"
-                " AND backend_start > now() - interval '1 minute'"
-            )
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
         started = time.monotonic()
         with caplog.at_level("WARNING", logger="django_dbjobs"):
             # Closed, then opened again after its pause: notifications sent meanwhile are
@@ -258,3 +255,23 @@ def test_the_wait_takes_descriptors_numbered_past_select_s_limit():
         for fd in spare:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@needs_listen
+def test_a_busy_worker_still_reads_its_notifications():
+    """A wait the event ends at once still takes what arrived: a LISTEN backend whose client
+    never reads blocks on sending, holding back the server's notification queue."""
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        waiter.wait(1)
+        for _ in range(5):
+            notify()
+        time.sleep(0.3)  # delivered to the socket
+        event.set()  # a job thread wants work: the wait returns at once
+        assert waiter.wait(10, probe=False) is True
+        assert waiter.listen.read() == (0, 0), "the notifications were left unread"
+    finally:
+        waiter.stop()
+        event.close()

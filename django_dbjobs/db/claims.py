@@ -196,7 +196,7 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
     if connection.vendor == "postgresql" and settings.ASYNC_CLAIM_COMMIT and connection.get_autocommit():
         sql = _without_flush(sql)
     if connection.vendor != "mysql":
-        rows = direct.run(connection, sql, params, many=True, without_sort=True)
+        rows = direct.run(connection, sql, params, many=True, without_sort=True, prepare=True)
         jobs = jobs_from_rows(model, using, *rows)
         jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
         return jobs

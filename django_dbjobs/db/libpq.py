@@ -141,7 +141,8 @@ def run(
     (a list, empty if none) and, with `many`, the column names with them.
 
     With `prepare`, the statement is run as a prepared statement where prepared.py allows
-    it (in autocommit, text and integer values only).
+    it (in autocommit, text and integer values only): allowed() for a plain statement
+    (enqueue()'s INSERT), claims_allowed() for one planned `without_sort` (the claim).
 
     With `without_sort`, the statement is planned with ``enable_sort`` off: in one pipeline
     (one round trip) after a statement that turns it off for the transaction only, and,
@@ -181,7 +182,7 @@ def run(
         if without_sort:
             within = status == pq.TransactionStatus.INTRANS
             results = None
-            if not within and types is None and prepared.claims_allowed(connection, raw):
+            if prepare and not within and types is None and prepared.claims_allowed(connection, raw):
                 results, lost = prepared.execute_pipelined(raw, _pipelined, SORT_OFF, statement, values)
             if results is None:
                 results = _pipelined(

@@ -23,6 +23,17 @@ CHANNEL = "dbjobs"
 SCHEDULES_PAYLOAD = "schedules"
 FIRST_PAUSE = 0.5
 LONGEST_PAUSE = 30.0
+#: libpq options the LISTEN connection gets unless the database's OPTIONS set them: the
+#: thread that opens it is the worker's loop, which must not wait minutes on a host that
+#: does not answer; and a connection a NAT or load balancer dropped without a word is
+#: noticed within two minutes (then it is opened again) instead of never.
+CONNECTION_DEFAULTS = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 60,
+    "keepalives_interval": 15,
+    "keepalives_count": 4,
+}
 
 
 class Listen:
@@ -55,6 +66,8 @@ class Listen:
         if self._connection is not None or self.retry_in() > 0:
             return False
         connection = connections.create_connection(self.using)
+        settings = connection.settings_dict
+        connection.settings_dict = {**settings, "OPTIONS": {**CONNECTION_DEFAULTS, **settings["OPTIONS"]}}
         try:
             connection.ensure_connection()
             with connection.cursor() as cursor:
@@ -106,6 +119,12 @@ class Listen:
 
 
 def _close(connection) -> None:
+    try:
+        if connection.is_usable():  # back to a pool (OPTIONS "pool"): not still listening
+            with connection.cursor() as cursor:
+                cursor.execute("UNLISTEN *")
+    except Exception:  # noqa: BLE001 - it is gone either way
+        pass
     try:
         connection.close()
     except Exception:  # noqa: BLE001 - it is gone either way

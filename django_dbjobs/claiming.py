@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from .exceptions import MissingMigrations
 from .models import Job
+from .models.queryset import claim
 from .paused_queues import PausedQueues
 
 if TYPE_CHECKING:
@@ -91,8 +92,9 @@ class Claimer:
         worker = self.worker
         waiting = worker._held.alone is None  # one job that must run alone at a time
         paused = self.paused.current()
-        return Job.objects.using(worker.using).claim(
-            worker.id, limit, worker.queues, include_waiting=waiting, paused=paused
+        using = worker.using
+        return claim(
+            Job, lambda: Job.objects.using(using), using, worker.id, limit, worker.queues, waiting, paused
         )
 
     def _guarded(self, action, what: str):

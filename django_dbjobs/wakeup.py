@@ -154,8 +154,8 @@ class IdleWaiter:
         deadline = time.monotonic() + timeout
         while True:
             self._connect()
-            self._read()  # on every turn, even one the event ends: a busy worker's too
-            if event.is_set():
+            # Read on every turn, even one the event ends: a busy worker's too.
+            if self._read() or event.is_set():
                 event.clear()
                 return True
             remaining = deadline - time.monotonic()
@@ -166,13 +166,12 @@ class IdleWaiter:
                 continue
             _readable([listen.fileno(), event.fileno()], remaining)
 
-    def _read(self) -> None:
-        """Take the notifications that arrived, without waiting; any sets the event."""
+    def _read(self) -> bool:
+        """Take the notifications that arrived, without waiting: whether there were any."""
         jobs, schedules = self.listen.read()
         if schedules:
             schedules_changed()
-        if jobs or schedules:
-            self.event.set()
+        return bool(jobs or schedules)
 
     def _connect(self) -> None:
         """(Re)open the LISTEN connection when due; once open, look for work as if notified."""

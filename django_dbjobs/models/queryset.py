@@ -59,10 +59,7 @@ class JobQuerySet(models.QuerySet):
         worker_ids. With ``include_waiting=False``, jobs waiting to run alone are left for
         another claim. One short transaction (or one statement); see db.claim_jobs().
         """
-        shape = self._claim_shape(queues, include_waiting, paused)
-        if shape is None:
-            return []
-        return db.claim_jobs(self.model, self.db, *shape, worker, limit)
+        return claim(self.model, lambda: self, self.db, worker, limit, queues, include_waiting, paused)
 
     def claim_sql(
         self,
@@ -73,30 +70,10 @@ class JobQuerySet(models.QuerySet):
         paused: frozenset[str] = frozenset(),
     ) -> tuple[str, list]:
         """The SQL claim() runs first, with its parameters (to EXPLAIN it)."""
-        shape = self._claim_shape(queues, include_waiting, paused)
+        shape = claim_shape(lambda: self, queues, include_waiting, paused)
         if shape is None:
             raise ValueError("Every queue asked for is paused: claim() runs no SQL.")
         return db.claim_sql(self.model, self.db, *shape, worker, limit)
-
-    def _claim_shape(self, queues: list[str] | None, include_waiting: bool, paused: frozenset[str]):
-        """(build, shape, values) for db.claim_jobs(); None when every queue asked for is paused."""
-        if queues:
-            queues = [name for name in queues if name not in paused]
-            if not queues:
-                return None
-            paused = frozenset()  # a list of queues to claim from leaves the paused ones out already
-        # Built with placeholders, compiled once per shape; the real names replace them.
-        names = [f"\x00queue{n}" for n in range(len(queues or []))]
-        skipped = [f"\x00paused{n}" for n in range(len(paused))]
-
-        def build() -> JobQuerySet:
-            picked = self.due().for_queues(names)
-            if skipped:
-                picked = picked.exclude(queue__in=skipped)
-            return picked if include_waiting else picked.filter(isolation=Isolation.NONE)
-
-        values = dict(zip(names, queues or [], strict=True)) | dict(zip(skipped, sorted(paused), strict=True))
-        return build, (len(names), len(skipped), include_waiting), values
 
     def cancel(self, batch_size: int = BATCH_SIZE) -> int:
         """Delete the READY jobs among these, `batch_size` at a time; return how many.
@@ -190,3 +167,37 @@ class JobQuerySet(models.QuerySet):
         for job, value in done:
             job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
         return [job for job, _value in done if job.pk in won]
+
+
+def claim(
+    model, jobs, using: str, worker: str, limit: int, queues: list[str] | None, include_waiting: bool, paused
+) -> list[Job]:
+    """JobQuerySet.claim() of `model`, picking among `jobs()` (a JobQuerySet on `using`), which is
+    called only when the claim's SQL is first built: the worker claims through this without
+    making a QuerySet on each claim (about 60 µs cold, after an idle wait, of a wake-up of
+    about 1.5 ms)."""
+    shape = claim_shape(jobs, queues, include_waiting, paused)
+    if shape is None:
+        return []
+    return db.claim_jobs(model, using, *shape, worker, limit)
+
+
+def claim_shape(jobs, queues: list[str] | None, include_waiting: bool, paused: frozenset[str]):
+    """(build, shape, values) for db.claim_jobs(); None when every queue asked for is paused."""
+    if queues:
+        queues = [name for name in queues if name not in paused]
+        if not queues:
+            return None
+        paused = frozenset()  # a list of queues to claim from leaves the paused ones out already
+    # Built with placeholders, compiled once per shape; the real names replace them.
+    names = [f"\x00queue{n}" for n in range(len(queues or []))]
+    skipped = [f"\x00paused{n}" for n in range(len(paused))]
+
+    def build() -> JobQuerySet:
+        picked = jobs().due().for_queues(names)
+        if skipped:
+            picked = picked.exclude(queue__in=skipped)
+        return picked if include_waiting else picked.filter(isolation=Isolation.NONE)
+
+    values = dict(zip(names, queues or [], strict=True)) | dict(zip(skipped, sorted(paused), strict=True))
+    return build, (len(names), len(skipped), include_waiting), values

@@ -164,7 +164,10 @@ class IdleWaiter:
             if not listen.listening:
                 event.wait(min(remaining, max(listen.retry_in(), 0.01)))
                 continue
-            _readable([listen.fileno(), event.fileno()], remaining)
+            try:
+                _readable([listen.fileno(), event.fileno()], remaining)
+            except Exception as exc:  # noqa: BLE001 - no socket to wait on: open another later
+                listen.lost(listen.connection, exc)
 
     def _read(self) -> bool:
         """Take the notifications that arrived, without waiting: whether there were any."""

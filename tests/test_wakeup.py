@@ -211,7 +211,7 @@ def test_a_listen_connection_closed_by_the_server_is_opened_again(caplog):
     waiter.start()
     try:
         waiter.wait(1)
-        pid = waiter.listen._connection.connection.pgconn.backend_pid
+        pid = waiter.listen.connection.connection.pgconn.backend_pid
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
         started = time.monotonic()
@@ -272,6 +272,22 @@ def test_a_busy_worker_still_reads_its_notifications():
         event.set()  # a job thread wants work: the wait returns at once
         assert waiter.wait(10, probe=False) is True
         assert waiter.listen.read() == (0, 0), "the notifications were left unread"
+    finally:
+        waiter.stop()
+        event.close()
+
+
+@needs_listen
+def test_the_listen_connection_has_a_connect_timeout_and_keepalives_unless_options_say_otherwise():
+    from django_dbjobs.db.listen import CONNECTION_DEFAULTS
+
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        parameters = waiter.listen.connection.connection.info.get_parameters()
+        for name, value in CONNECTION_DEFAULTS.items():
+            assert parameters.get(name) == str(value), (name, parameters)
     finally:
         waiter.stop()
         event.close()

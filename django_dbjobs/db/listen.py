@@ -41,17 +41,17 @@ class Listen:
 
     def __init__(self, using: str):
         self.using = using
-        self._connection = None
+        self.connection = None  # the Django connection wrapper, while listening
         self._pause = FIRST_PAUSE
         self._retry_at = 0.0
 
     @property
     def listening(self) -> bool:
-        return self._connection is not None
+        return self.connection is not None
 
     def fileno(self) -> int:
         """The socket to poll for reading; only while listening."""
-        return self._connection.connection.pgconn.socket
+        return self.connection.connection.pgconn.socket
 
     def retry_in(self) -> float:
         """Seconds until connect() tries again (0: now)."""
@@ -63,19 +63,23 @@ class Listen:
         True when it just started listening: whatever was sent before is unknown to the
         caller, which must look for work as if notified.
         """
-        if self._connection is not None or self.retry_in() > 0:
+        if self.connection is not None or self.retry_in() > 0:
             return False
-        connection = connections.create_connection(self.using)
-        settings = connection.settings_dict
-        connection.settings_dict = {**settings, "OPTIONS": {**CONNECTION_DEFAULTS, **settings["OPTIONS"]}}
+        connection = None
         try:
+            connection = connections.create_connection(self.using)
+            settings = connection.settings_dict
+            # Its own connection, never one of a pool (OPTIONS "pool"): a pool is made once per
+            # alias, so these options would not reach it, and closing gives the socket back.
+            options = {key: value for key, value in settings["OPTIONS"].items() if key != "pool"}
+            connection.settings_dict = {**settings, "OPTIONS": {**CONNECTION_DEFAULTS, **options}}
             connection.ensure_connection()
             with connection.cursor() as cursor:
                 cursor.execute(f"LISTEN {CHANNEL}")
         except Exception as exc:  # noqa: BLE001 - a receiver or the server: try again later
-            self._lost(connection, exc)
+            self.lost(connection, exc)
             return False
-        self._connection = connection
+        self.connection = connection
         self._pause = FIRST_PAUSE
         return True
 
@@ -85,7 +89,7 @@ class Listen:
         A lost connection is closed and logged (connect() opens it again later), and
         reads as (0, 0).
         """
-        connection = self._connection
+        connection = self.connection
         if connection is None:
             return 0, 0
         from psycopg import pq  # psycopg is installed where LISTEN is used (db.supports_listen())
@@ -102,29 +106,28 @@ class Listen:
                 else:
                     jobs += 1
         except Exception as exc:  # noqa: BLE001 - psycopg's OperationalError, or any: reconnect
-            self._connection = None
-            self._lost(connection, exc)
+            self.lost(connection, exc)
         return jobs, schedules
 
     def close(self) -> None:
-        connection, self._connection = self._connection, None
+        connection, self.connection = self.connection, None
         if connection is not None:
             _close(connection)
 
-    def _lost(self, connection, exc: Exception) -> None:
+    def lost(self, connection, exc: Exception) -> None:
+        """`connection` failed with `exc`: close it; connect() opens another after a pause."""
+        if connection is self.connection:
+            self.connection = None
         logger.warning("LISTEN connection lost, reconnecting in %.1fs: %s", self._pause, exc)
-        _close(connection)
+        if connection is not None:
+            _close(connection)
         self._retry_at = time.monotonic() + self._pause
         self._pause = min(self._pause * 2, LONGEST_PAUSE)
 
 
 def _close(connection) -> None:
-    try:
-        if connection.is_usable():  # back to a pool (OPTIONS "pool"): not still listening
-            with connection.cursor() as cursor:
-                cursor.execute("UNLISTEN *")
-    except Exception:  # noqa: BLE001 - it is gone either way
-        pass
+    """Close the socket, with no round trip: the session, and its LISTEN, end with it (a
+    query on a connection dropped without a word could wait minutes, at shutdown too)."""
     try:
         connection.close()
     except Exception:  # noqa: BLE001 - it is gone either way

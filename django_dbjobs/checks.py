@@ -180,22 +180,19 @@ def check_settings(app_configs=None, **kwargs):
                 id="dbjobs.E027",
             )
         )
-    if not isinstance(settings.ASYNC_CLAIM_COMMIT, bool):
-        errors.append(
-            checks.Error(
-                f"DBJOBS_ASYNC_CLAIM_COMMIT must be True or False, not {settings.ASYNC_CLAIM_COMMIT!r}.",
-                hint="False (the default) waits for every claim's commit to reach the disk.",
-                id="dbjobs.E028",
+    for name, check_id, hint in (
+        (
+            "ASYNC_CLAIM_COMMIT",
+            "dbjobs.E028",
+            "False (the default) waits for every claim's commit to reach the disk.",
+        ),
+        ("PREPARED_CLAIMS", "dbjobs.E029", "True (the default) prepares the worker's claim on PostgreSQL."),
+    ):
+        value = getattr(settings, name)
+        if not isinstance(value, bool):
+            errors.append(
+                checks.Error(f"DBJOBS_{name} must be True or False, not {value!r}.", hint=hint, id=check_id)
             )
-        )
-    if not isinstance(settings.PREPARED_CLAIMS, bool):
-        errors.append(
-            checks.Error(
-                f"DBJOBS_PREPARED_CLAIMS must be True or False, not {settings.PREPARED_CLAIMS!r}.",
-                hint="True (the default) prepares the worker's claim on PostgreSQL; False sends it plain.",
-                id="dbjobs.E029",
-            )
-        )
     for name in ("KEEP_SUCCEEDED", "KEEP_FAILED"):
         value = getattr(settings, name)
         seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else value

@@ -159,6 +159,20 @@ def test_a_wake_event_is_readable_exactly_while_it_is_set():
 needs_listen = pytest.mark.skipif(not db.supports_listen(), reason="NOTIFY exists on PostgreSQL only")
 
 
+@pytest.fixture
+def waiter():
+    """An IdleWaiter listening on PostgreSQL, its first wake-up (from connecting) taken."""
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        assert waiter.wait(1) is True  # listening from now on: look for work once
+        yield waiter
+    finally:
+        waiter.stop()
+        event.close()
+
+
 def notify(payload: str = "") -> None:
     listener = Listening()  # any other connection
     try:
@@ -168,66 +182,42 @@ def notify(payload: str = "") -> None:
 
 
 @needs_listen
-def test_a_notify_ends_the_wait_whether_or_not_the_worker_would_probe():
-    event = WakeEvent()
-    waiter = IdleWaiter("default", event, None)
-    waiter.start()
-    try:
-        assert waiter.wait(1) is True  # listening from now on: look for work once
-        for probe in (True, False):
-            threading.Timer(0.2, notify).start()
-            started = time.monotonic()
-            assert waiter.wait(10, probe=probe) is True
-            assert 0.15 < time.monotonic() - started < 2
-            assert not event.is_set()
+def test_a_notify_ends_the_wait_whether_or_not_the_worker_would_probe(waiter):
+    for probe in (True, False):
+        threading.Timer(0.2, notify).start()
         started = time.monotonic()
-        assert waiter.wait(0.3) is False, "woken with nothing sent"
-        assert time.monotonic() - started >= 0.29
-    finally:
-        waiter.stop()
-        event.close()
+        assert waiter.wait(10, probe=probe) is True
+        assert 0.15 < time.monotonic() - started < 2
+        assert not waiter.event.is_set()
+    started = time.monotonic()
+    assert waiter.wait(0.3) is False, "woken with nothing sent"
+    assert time.monotonic() - started >= 0.29
 
 
 @needs_listen
-def test_a_schedule_notify_wakes_the_scheduler_too():
-    event = WakeEvent()
-    waiter = IdleWaiter("default", event, None)
-    waiter.start()
-    try:
-        waiter.wait(1)
-        before = wakeup.schedule_generation()
-        threading.Timer(0.1, notify, [SCHEDULES_PAYLOAD]).start()
-        assert waiter.wait(10) is True
-        assert wakeup.schedule_generation() == before + 1
-    finally:
-        waiter.stop()
-        event.close()
+def test_a_schedule_notify_wakes_the_scheduler_too(waiter):
+    before = wakeup.schedule_generation()
+    threading.Timer(0.1, notify, [SCHEDULES_PAYLOAD]).start()
+    assert waiter.wait(10) is True
+    assert wakeup.schedule_generation() == before + 1
 
 
 @needs_listen
-def test_a_listen_connection_closed_by_the_server_is_opened_again(caplog):
-    event = WakeEvent()
-    waiter = IdleWaiter("default", event, None)
-    waiter.start()
-    try:
-        waiter.wait(1)
-        pid = waiter.listen.connection.connection.pgconn.backend_pid
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-        started = time.monotonic()
-        with caplog.at_level("WARNING", logger="django_dbjobs"):
-            # Closed, then opened again after its pause: notifications sent meanwhile are
-            # lost, so the waiter wakes the worker to look.
-            assert waiter.wait(10) is True
-        assert "LISTEN connection lost, reconnecting in 0.5s" in caplog.text
-        assert 0.4 < time.monotonic() - started < 5
-        assert waiter.listening
-        threading.Timer(0.1, notify).start()
+def test_a_listen_connection_closed_by_the_server_is_opened_again(waiter, caplog):
+    pid = waiter.listen.connection.connection.pgconn.backend_pid
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="django_dbjobs"):
+        # Closed, then opened again after its pause: notifications sent meanwhile are
+        # lost, so the waiter wakes the worker to look.
         assert waiter.wait(10) is True
-        assert waiter.wait(0.2) is False
-    finally:
-        waiter.stop()
-        event.close()
+    assert "LISTEN connection lost, reconnecting in 0.5s" in caplog.text
+    assert 0.4 < time.monotonic() - started < 5
+    assert waiter.listening
+    threading.Timer(0.1, notify).start()
+    assert waiter.wait(10) is True
+    assert waiter.wait(0.2) is False
 
 
 @needs_listen
@@ -258,36 +248,21 @@ def test_the_wait_takes_descriptors_numbered_past_select_s_limit():
 
 
 @needs_listen
-def test_a_busy_worker_still_reads_its_notifications():
+def test_a_busy_worker_still_reads_its_notifications(waiter):
     """A wait the event ends at once still takes what arrived: a LISTEN backend whose client
     never reads blocks on sending, holding back the server's notification queue."""
-    event = WakeEvent()
-    waiter = IdleWaiter("default", event, None)
-    waiter.start()
-    try:
-        waiter.wait(1)
-        for _ in range(5):
-            notify()
-        time.sleep(0.3)  # delivered to the socket
-        event.set()  # a job thread wants work: the wait returns at once
-        assert waiter.wait(10, probe=False) is True
-        assert waiter.listen.read() == (0, 0), "the notifications were left unread"
-    finally:
-        waiter.stop()
-        event.close()
+    for _ in range(5):
+        notify()
+    time.sleep(0.3)  # delivered to the socket
+    waiter.event.set()  # a job thread wants work: the wait returns at once
+    assert waiter.wait(10, probe=False) is True
+    assert waiter.listen.read() == (0, 0), "the notifications were left unread"
 
 
 @needs_listen
-def test_the_listen_connection_has_a_connect_timeout_and_keepalives_unless_options_say_otherwise():
+def test_the_listen_connection_has_a_connect_timeout_and_keepalives_unless_options_say_otherwise(waiter):
     from django_dbjobs.db.listen import CONNECTION_DEFAULTS
 
-    event = WakeEvent()
-    waiter = IdleWaiter("default", event, None)
-    waiter.start()
-    try:
-        parameters = waiter.listen.connection.connection.info.get_parameters()
-        for name, value in CONNECTION_DEFAULTS.items():
-            assert parameters.get(name) == str(value), (name, parameters)
-    finally:
-        waiter.stop()
-        event.close()
+    parameters = waiter.listen.connection.connection.info.get_parameters()
+    for name, value in CONNECTION_DEFAULTS.items():
+        assert parameters.get(name) == str(value), (name, parameters)

@@ -17,26 +17,33 @@ import threading
 
 
 class WakeEvent(threading.Event):
-    """A threading.Event with a fileno(): readable while it is set."""
+    """A threading.Event with a fileno(): readable while it is set.
+
+    The socket pair is made on the first fileno(), so an event nobody polls (a worker on
+    SQLite or MySQL) costs no descriptors and no system call per set().
+    """
 
     def __init__(self):
         super().__init__()
         self._lock = threading.Lock()  # keeps the flag and the byte in step
-        self._reader, self._writer = socket.socketpair()
-        self._reader.setblocking(False)
-        self._writer.setblocking(False)
+        self._pair: tuple[socket.socket, socket.socket] | None = None
         self._byte = False
 
     def fileno(self) -> int:
-        return self._reader.fileno()
+        with self._lock:
+            if self._pair is None:
+                self._pair = socket.socketpair()
+                for end in self._pair:
+                    end.setblocking(False)
+                if self.is_set():
+                    self._send()
+            return self._pair[0].fileno()
 
     def set(self) -> None:
         with self._lock:
             super().set()
-            if not self._byte:
-                self._byte = True
-                with contextlib.suppress(OSError):  # closed: the worker is gone
-                    self._writer.send(b"\0")
+            if self._pair is not None and not self._byte:
+                self._send()
 
     def clear(self) -> None:
         with self._lock:
@@ -44,11 +51,17 @@ class WakeEvent(threading.Event):
             if self._byte:
                 self._byte = False
                 with contextlib.suppress(OSError):  # BlockingIOError once empty
-                    while self._reader.recv(64):
+                    while self._pair[0].recv(64):
                         pass
 
     def close(self) -> None:
         """Free the socket pair; the event still works as a threading.Event after it."""
         with self._lock:
-            self._reader.close()
-            self._writer.close()
+            if self._pair is not None:
+                for end in self._pair:
+                    end.close()
+
+    def _send(self) -> None:
+        self._byte = True
+        with contextlib.suppress(OSError):  # closed: the worker is gone
+            self._pair[1].send(b"\0")

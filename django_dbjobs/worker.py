@@ -80,7 +80,7 @@ class Worker:
         # Ends the loop's wait, whoever sets it: new jobs (wakeup.py), a thread that will want
         # a job, a stop, a success batch or a deadline starting, an outcome not stored. The
         # loop looks at everything on each turn, so it need not know which.
-        self._wake = WakeEvent()  # the idle wait select()s it (wakeup.py)
+        self._wake = WakeEvent()  # the idle wait on PostgreSQL polls it (wakeup.py)
         self._drained = False  # see _loop()
         self._stopping = False
         self._forced = threading.Event()

@@ -154,6 +154,11 @@ def test_a_wake_event_is_readable_exactly_while_it_is_set():
         event.close()
     event.set()  # closed: still an Event, and a late set() from a job thread does not raise
     assert event.is_set()
+    early = WakeEvent()  # set before anyone polls it: its socket pair is made readable
+    early.set()
+    assert readable(early)
+    early.close()
+    WakeEvent().close()  # never polled: nothing to free
 
 
 needs_listen = pytest.mark.skipif(not db.supports_listen(), reason="NOTIFY exists on PostgreSQL only")

@@ -233,3 +233,36 @@ def test_every_claim_shape_reads_the_claim_index_in_order_whatever_the_statistic
     sql, params = Job.objects.claim_sql("w", 10, **shape)
     with connection.cursor() as cursor:
         assert_on_the_claim_index(cursor, sql, params)
+
+
+@pytest.mark.django_db
+def test_a_filtered_queryset_narrows_its_claim_and_not_the_next_ones():
+    """The claim SQL is compiled once per shape and cached: a filtered QuerySet's own
+    filters must not be served to another claim, nor another's to it."""
+    first = enqueue(jobs.add, 1, 1)
+    wanted = enqueue(jobs.echo, 2, 3)
+    other = enqueue(jobs.add, 4, 4)
+    with transaction.atomic():
+        assert [j.pk for j in Job.objects.filter(name=wanted.name).claim("w", 10)] == [wanted.pk]
+    with transaction.atomic():
+        assert [j.pk for j in Job.objects.filter(name=first.name).claim("w", 1)] == [first.pk]
+    with transaction.atomic():
+        assert [j.pk for j in Job.objects.filter(pk=wanted.pk).claim("w", 10)] == []
+    later = enqueue(jobs.echo, 5, 5)
+    with transaction.atomic():
+        assert [j.pk for j in Job.objects.claim("w", 10)] == [other.pk, later.pk]
+    pick, _params = Job.objects.filter(name=wanted.name).claim_sql("w", 10)
+    assert "name" in pick
+
+
+class _ReadsElsewhere:
+    def db_for_read(self, model, **hints):
+        return "no_such_alias"
+
+
+@pytest.mark.django_db
+@override_settings(DATABASE_ROUTERS=[f"{__name__}._ReadsElsewhere"])
+def test_a_claim_goes_to_the_router_write_alias_not_the_read_one():
+    job = enqueue(jobs.add, 1, 1)
+    with transaction.atomic():
+        assert [j.pk for j in Job.objects.all().claim("w", 1)] == [job.pk]

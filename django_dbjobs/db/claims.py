@@ -33,6 +33,7 @@ APPEND_SQL = {
 #: A LIMIT no claim asks for: compiled into the cached claim SQL, then made a parameter.
 _LIMIT_MARK = 987_654_321
 _claims: dict[tuple, tuple[str, list]] = {}
+MAX_CLAIMS = 256
 
 
 def claim_pick(
@@ -68,6 +69,8 @@ def claim_pick(
         params = [*params[:position], _LIMIT_MARK, *params[position:]]
         sql, params = _inline_constants(sql, params, set(values), using)
         sql = _pin_claim_index(sql, picked.model, using)
+        if len(_claims) >= MAX_CLAIMS:  # filtered claims (JobQuerySet._narrowing()) may be many
+            _claims.clear()
         cached = _claims[key] = (sql, params)
     sql, params = cached
     marks = {**values, _LIMIT_MARK: limit}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.db import models, transaction
+from django.db import models, router, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
@@ -58,8 +58,20 @@ class JobQuerySet(models.QuerySet):
         time still runs out of attempts. Each attempt's worker is appended to
         worker_ids. With ``include_waiting=False``, jobs waiting to run alone are left for
         another claim. One short transaction (or one statement); see db.claim_jobs().
+
+        Filters of this QuerySet narrow the claim (``Job.objects.filter(name=...).claim(...)``).
         """
-        return claim(self.model, lambda: self, self.db, worker, limit, queues, include_waiting, paused)
+        return claim(
+            self.model,
+            lambda: self,
+            self._write_db(),
+            worker,
+            limit,
+            queues,
+            include_waiting,
+            paused,
+            narrowed=self._narrowing(),
+        )
 
     def claim_sql(
         self,
@@ -70,10 +82,23 @@ class JobQuerySet(models.QuerySet):
         paused: frozenset[str] = frozenset(),
     ) -> tuple[str, list]:
         """The SQL claim() runs first, with its parameters (to EXPLAIN it)."""
-        shape = claim_shape(lambda: self, queues, include_waiting, paused)
+        shape = claim_shape(lambda: self, queues, include_waiting, paused, self._narrowing())
         if shape is None:
             raise ValueError("Every queue asked for is paused: claim() runs no SQL.")
-        return db.claim_sql(self.model, self.db, *shape, worker, limit)
+        return db.claim_sql(self.model, self._write_db(), *shape, worker, limit)
+
+    def _write_db(self) -> str:
+        """The database a claim writes to: this QuerySet's, else the router's for writes
+        (``self.db`` asks the router for reads)."""
+        return self._db or router.db_for_write(self.model, **self._hints)
+
+    def _narrowing(self) -> tuple | None:
+        """None for every job of the table (``Job.objects``); else what this QuerySet's filters
+        are, to tell its claim SQL, compiled once per shape and cached, from another's."""
+        if not self.query.where and not self.query.is_sliced and self.query.extra == {}:
+            return None
+        sql, params = self.query.sql_with_params()
+        return (sql, tuple(repr(param) for param in params))
 
     def cancel(self, batch_size: int = BATCH_SIZE) -> int:
         """Delete the READY jobs among these, `batch_size` at a time; return how many.
@@ -170,19 +195,33 @@ class JobQuerySet(models.QuerySet):
 
 
 def claim(
-    model, jobs, using: str, worker: str, limit: int, queues: list[str] | None, include_waiting: bool, paused
+    model,
+    jobs,
+    using: str,
+    worker: str,
+    limit: int,
+    queues: list[str] | None,
+    include_waiting: bool,
+    paused,
+    narrowed: tuple | None = None,
 ) -> list[Job]:
     """JobQuerySet.claim() of `model`, picking among `jobs()` (a JobQuerySet on `using`), which is
     called only when the claim's SQL is first built: the worker claims through this without
     making a QuerySet on each claim (about 60 µs cold, after an idle wait, of a wake-up of
-    about 1.5 ms)."""
-    shape = claim_shape(jobs, queues, include_waiting, paused)
+    about 1.5 ms). `narrowed` tells apart the claims of filtered QuerySets (_narrowing())."""
+    shape = claim_shape(jobs, queues, include_waiting, paused, narrowed)
     if shape is None:
         return []
     return db.claim_jobs(model, using, *shape, worker, limit)
 
 
-def claim_shape(jobs, queues: list[str] | None, include_waiting: bool, paused: frozenset[str]):
+def claim_shape(
+    jobs,
+    queues: list[str] | None,
+    include_waiting: bool,
+    paused: frozenset[str],
+    narrowed: tuple | None = None,
+):
     """(build, shape, values) for db.claim_jobs(); None when every queue asked for is paused."""
     if queues:
         queues = [name for name in queues if name not in paused]
@@ -200,4 +239,4 @@ def claim_shape(jobs, queues: list[str] | None, include_waiting: bool, paused: f
         return picked if include_waiting else picked.filter(isolation=Isolation.NONE)
 
     values = dict(zip(names, queues or [], strict=True)) | dict(zip(skipped, sorted(paused), strict=True))
-    return build, (len(names), len(skipped), include_waiting), values
+    return build, (len(names), len(skipped), include_waiting, narrowed), values

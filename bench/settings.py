@@ -19,8 +19,8 @@ if _db["ENGINE"].endswith("sqlite3"):
 elif _db["ENGINE"].endswith("mysql"):
     _db["OPTIONS"] = {"charset": "utf8mb4"}
     _db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
-elif env.bool("BENCH_PREPARED_STATEMENTS", default=False):  # PostgreSQL: psycopg may prepare
-    _db.setdefault("OPTIONS", {})["prepare_threshold"] = 5
 if os.environ.get("BENCH_SCRATCH_NAME"):  # worker subprocesses: the scratch database
     _db["NAME"] = os.environ["BENCH_SCRATCH_NAME"]
 DATABASES = {"default": _db}
+# PostgreSQL: BENCH_PREPARED_STATEMENTS=0 measures without prepared statements.
+DBJOBS_PREPARED_STATEMENTS = env.bool("BENCH_PREPARED_STATEMENTS", default=True)

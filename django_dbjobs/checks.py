@@ -186,7 +186,11 @@ def check_settings(app_configs=None, **kwargs):
             "dbjobs.E028",
             "False (the default) waits for every claim's commit to reach the disk.",
         ),
-        ("PREPARED_CLAIMS", "dbjobs.E029", "True (the default) prepares the worker's claim on PostgreSQL."),
+        (
+            "PREPARED_STATEMENTS",
+            "dbjobs.E029",
+            "True (the default) prepares the worker's claim and enqueue()'s INSERT on PostgreSQL.",
+        ),
     ):
         value = getattr(settings, name)
         if not isinstance(value, bool):

@@ -77,9 +77,10 @@ DEFAULTS = {
     # PostgreSQL: commit claims without waiting for the WAL flush (faster wake-ups; a
     # crash of the database server can lose a claim made just before it: reliability.rst).
     "ASYNC_CLAIM_COMMIT": False,
-    # PostgreSQL: run the worker's claim as a prepared statement (db/prepared.py); Django's
-    # DISABLE_SERVER_SIDE_CURSORS (transaction pooling) turns it off too.
-    "PREPARED_CLAIMS": True,
+    # PostgreSQL: run the worker's claim and enqueue()'s INSERT (in autocommit) as prepared
+    # statements (db/prepared.py); Django's DISABLE_SERVER_SIDE_CURSORS (transaction
+    # pooling) turns them off too.
+    "PREPARED_STATEMENTS": True,
 }
 
 

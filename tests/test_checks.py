@@ -37,7 +37,7 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_ADMIN_MASKED_ARGUMENTS", "password", "dbjobs.E019"),
         ("DBJOBS_ADMIN_MASKED_JOBS", ["ok", ""], "dbjobs.E020"),
         ("DBJOBS_ASYNC_CLAIM_COMMIT", 1, "dbjobs.E028"),
-        ("DBJOBS_PREPARED_CLAIMS", "yes", "dbjobs.E029"),
+        ("DBJOBS_PREPARED_STATEMENTS", "yes", "dbjobs.E029"),
     ],
 )
 def test_bad_settings_are_reported(settings, setting, value, check_id):

@@ -24,10 +24,10 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-SYSTEMS = ["dbjobs", "dbjobs-prepared", "dbjobs-tasks", "pgqueuer", "procrastinate", "tasks-db"]
+SYSTEMS = ["dbjobs", "dbjobs-unprepared", "dbjobs-tasks", "pgqueuer", "procrastinate", "tasks-db"]
 TITLES = {
     "dbjobs": "django-dbjobs",
-    "dbjobs-prepared": "django-dbjobs (prepared statements)",
+    "dbjobs-unprepared": "django-dbjobs (no prepared statements)",
     "dbjobs-tasks": "django-dbjobs (django.tasks)",
     "pgqueuer": "pgqueuer",
     "procrastinate": "procrastinate",

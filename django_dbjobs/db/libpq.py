@@ -140,9 +140,8 @@ def run(
     """Run `statement` (made by query()) on Django's PostgreSQL `connection`; return its rows
     (a list, empty if none) and, with `many`, the column names with them.
 
-    With `prepare`, the statement is run as a prepared statement where prepared.py allows
-    it (in autocommit, text and integer values only): allowed() for a plain statement
-    (enqueue()'s INSERT), claims_allowed() for one planned `without_sort` (the claim).
+    With `prepare`, the statement is run as a prepared statement where prepared.allowed()
+    allows it (in autocommit, text and integer values only): enqueue()'s INSERT, the claim.
 
     With `without_sort`, the statement is planned with ``enable_sort`` off: in one pipeline
     (one round trip) after a statement that turns it off for the transaction only, and,
@@ -182,7 +181,7 @@ def run(
         if without_sort:
             within = status == pq.TransactionStatus.INTRANS
             results = None
-            if prepare and not within and types is None and prepared.claims_allowed(connection, raw):
+            if prepare and not within and types is None and prepared.allowed(connection, raw):
                 results, lost = prepared.execute_pipelined(raw, _pipelined, SORT_OFF, statement, values)
             if results is None:
                 results = _pipelined(
@@ -195,7 +194,9 @@ def run(
             results = None
             if prepare and types is None and status == pq.TransactionStatus.IDLE:
                 if prepared.allowed(connection, raw):
-                    results, lost = prepared.execute(raw, statement, values)
+                    results, lost = prepared.execute(
+                        raw, statement, values, _pipelined if _pipelines() else None
+                    )
             if results is None:
                 pgconn.send_query_params(statement, values, param_types=types, param_formats=formats)
                 results = raw.wait(generators.execute(pgconn))

@@ -1,17 +1,20 @@
-"""PostgreSQL: enqueue()'s INSERT and the claim as prepared statements, in autocommit.
+"""PostgreSQL: enqueue()'s INSERT and the worker's claim as prepared statements, in autocommit.
 
 Sent as a plain statement, the INSERT is parsed and planned by the server on every
 enqueue: about 120 µs of a single enqueue's 570 (measured here, PostgreSQL 15, 2 cores),
-more than the Python around it costs. Prepared once per connection, each enqueue sends
-only its values.
+more than the Python around it costs. The claim was parsed and planned cold after every
+idle wait: prepared, an idle worker's claim round trip measured 0.4 to 0.5 ms shorter
+(of about 1.5). Prepared once per connection, each then sends only its values. The
+first one on a connection is prepared and run in one pipeline: one round trip, as the
+plain statement takes (a web request on a new connection, ``CONN_MAX_AGE = 0``, pays
+nothing for it).
 
-Only where it cannot cost the caller anything:
+``DBJOBS_PREPARED_STATEMENTS`` (default True) turns this on; ``False``, or Django's
+``DISABLE_SERVER_SIDE_CURSORS`` (the setting Django documents for transaction pooling),
+turns it off. psycopg's ``prepare_threshold`` (Django sets it to None unless OPTIONS
+gives it) is psycopg's own preparing of Django's queries, and plays no part here. Only
+where it cannot cost the caller anything:
 
-- Only where the project allows prepared statements: psycopg's ``prepare_threshold`` in
-  the database's ``OPTIONS`` (Django sets it to None, off, unless OPTIONS gives it, for
-  the sake of connection poolers), and not with Django's ``DISABLE_SERVER_SIDE_CURSORS``
-  (the setting Django documents for transaction pooling). With Django's default
-  client-side binding this is all it turns on: psycopg never prepares Django's queries.
 - In autocommit only. A prepared statement can go missing from the session (a
   ``DISCARD ALL`` or ``DEALLOCATE``, psycopg's own ``DEALLOCATE ALL`` after a rollback
   when it prepares queries itself, a pooler in transaction mode sending each transaction
@@ -21,23 +24,16 @@ Only where it cannot cost the caller anything:
 - Text and integer values only (not a datetime ``run_at``): the prepared statement's
   parameter types are what the statement's context gives them, as for the plain one.
 - A connection stops preparing when a statement goes missing right after it was
-  prepared (a pooler between us and the server), when statements keep going missing
-  (MAX_LOSSES of them with fewer than RECOVERY successful runs between), when the table
+  prepared, when statements keep going missing (a pooler between us and the server:
+  MAX_LOSSES of them with fewer than RECOVERY successful runs between), when the table
   changed under a prepared statement (a migration), or when the server or a pooler
-  refuses PREPARE itself (REFUSED). Otherwise a lost statement is prepared again on the
-  next enqueue, and a PREPARE that fails otherwise (a lock timeout) just leaves this one
-  enqueue unprepared.
+  refuses PREPARE itself (REFUSED). Otherwise a lost statement is prepared again on its
+  next run, and a PREPARE that fails otherwise (a lock timeout) just leaves this one
+  run unprepared.
 
 The name is made from the statement's text, so the same statement has the same name in
 every process: a session that already has it (a pooled connection handed to a new
 Django connection; a pooler's server connection prepared by another client) reuses it.
-
-The claim (``Job.objects.claim()``, which the worker runs on its own connection) is
-prepared too, by default (execute_pipelined()): sent plain, it was parsed and planned
-cold after every idle wait, and prepared, an idle worker's claim round trip measured
-0.4 to 0.5 ms shorter (of about 1.5). The same rules apply to it, with
-``DBJOBS_PREPARED_CLAIMS`` in place of ``prepare_threshold``: ``False``, or Django's
-``DISABLE_SERVER_SIDE_CURSORS``, turns it off.
 """
 
 from __future__ import annotations
@@ -77,25 +73,17 @@ REFUSED = frozenset({"0A000", "08P01"})
 def allowed(connection, raw) -> bool:
     """Whether statements may be prepared on Django's `connection` (its psycopg `raw`): see above."""
     return (
-        raw.prepare_threshold is not None
+        settings.PREPARED_STATEMENTS is True
         and not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
         and _names.get(raw, ()) is not None
     )
 
 
-def claims_allowed(connection, raw) -> bool:
-    """Whether the claim may be prepared on Django's `connection` (its psycopg `raw`)."""
-    return (
-        settings.PREPARED_CLAIMS is True
-        and not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
-        and _names.get(raw, ()) is not None
-    )
-
-
-def execute_pipelined(raw, pipelined, first: bytes, statement: bytes, values: list[bytes]):
-    """`first` (no parameters), then `statement` with `values` as a prepared statement (prepared
-    first if needed), in one pipeline, one round trip (``pipelined``: libpq._pipelined):
-    ([first's result, the statement's], None), or (None, why) as execute() says.
+def execute_pipelined(raw, pipelined, first: bytes | None, statement: bytes, values: list[bytes]):
+    """`first` (no parameters; None: nothing), then `statement` with `values` as a prepared
+    statement (prepared first if needed), in one pipeline, one round trip (``pipelined``:
+    libpq._pipelined): ([first's result, if any, then the statement's], None), or
+    (None, why) as execute() says.
 
     In autocommit the pipeline is one implicit transaction: when the statement fails before
     it runs (not prepared here, gone), `first` is rolled back with it and nothing ran.
@@ -105,9 +93,13 @@ def execute_pipelined(raw, pipelined, first: bytes, statement: bytes, values: li
         names = _names[raw] = {}
     name = names.get(statement)
     fresh = name is None
+    before = []
+    if first is not None:
 
-    def send_first(pgconn) -> None:
-        pgconn.send_query_params(first, None)
+        def send_first(pgconn) -> None:
+            pgconn.send_query_params(first, None)
+
+        before.append(send_first)
 
     def prepare(pgconn) -> None:
         pgconn.send_prepare(name, statement)
@@ -119,27 +111,29 @@ def execute_pipelined(raw, pipelined, first: bytes, statement: bytes, values: li
         if len(names) >= MAX_PREPARED:
             return None, None
         name = _name(statement)
-        results = pipelined(raw, [send_first, prepare, run])
-        state = _sqlstate(results[1]) if results[1].status != pq.ExecStatus.COMMAND_OK else None
+        results = pipelined(raw, [*before, prepare, run])
+        made = results[len(before)]
+        state = _sqlstate(made) if made.status != pq.ExecStatus.COMMAND_OK else None
         if state == DUPLICATE:  # already in this session (by construction, this statement)
-            results = pipelined(raw, [send_first, run])
+            results = pipelined(raw, [*before, run])
         elif state is not None:
             if state in REFUSED:
                 _names[raw] = None
                 return None, f"PREPARE was refused ({state})"
             return None, None  # the plain statement says what is wrong (or `first` failed)
         else:
-            results = [results[0], results[2]]
+            del results[len(before)]
         names[statement] = name
     else:
-        results = pipelined(raw, [send_first, run])
+        results = pipelined(raw, [*before, run])
     ran, why = _counted(raw, names, results[-1], fresh)
     return (results, None) if ran else (None, why)
 
 
-def execute(raw, statement: bytes, values: list[bytes]) -> tuple[list | None, str | None]:
+def execute(raw, statement: bytes, values: list[bytes], pipelined=None) -> tuple[list | None, str | None]:
     """Run `statement` (libpq's form) with `values` (text) as a prepared statement on `raw`,
-    preparing it first if needed: (its results, None).
+    preparing it first if needed (with `pipelined`, libpq._pipelined, in the same round
+    trip): (its results, None).
 
     (None, why) when nothing ran: it is not prepared and may not be, or it could not be
     prepared, or its prepared form went missing; the caller then sends it as usual, and
@@ -147,6 +141,10 @@ def execute(raw, statement: bytes, values: list[bytes]) -> tuple[list | None, st
     here). `raw` is in autocommit, idle, and allowed().
     """
     names = _names.get(raw)
+    if names is not None and statement in names and pipelined is not None:
+        pipelined = None  # prepared already: one statement, no pipeline to set up
+    if pipelined is not None:
+        return execute_pipelined(raw, pipelined, None, statement, values)
     if names is None:
         names = _names[raw] = {}
     name = names.get(statement)

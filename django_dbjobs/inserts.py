@@ -223,8 +223,18 @@ def _execute(
 
 
 def set_returned(connection, instance: Job, returning: list, row) -> None:
-    """Set the columns an INSERT read back (``RETURNING``): (field, converters) and their values."""
+    """Set the columns an INSERT read back (``RETURNING``): (field, converters) and their values.
+
+    A value read back twice with the same converters (``run_at`` and ``enqueued_at`` are
+    the same database clock) is converted once (on SQLite, a parse of its text).
+    """
+    last = None
     for (field, converters), value in zip(returning, row, strict=True):
+        if last is not None and last[0] == value and last[1] == converters:
+            setattr(instance, field.attname, last[2])
+            continue
+        raw = value
         for converter in converters:
             value = converter(value, field.cached_col, connection)
+        last = (raw, converters, value)
         setattr(instance, field.attname, value)

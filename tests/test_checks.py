@@ -47,6 +47,21 @@ def test_bad_settings_are_reported(settings, setting, value, check_id):
     assert setting in errors[0].msg and errors[0].hint
 
 
+@pytest.mark.parametrize(
+    "setting, hint",
+    [
+        ("DBJOBS_PREPARED_CLAIMS", "DBJOBS_PREPARED_STATEMENTS"),
+        ("DBJOBS_POLL_INTERVALL", "DBJOBS_POLL_INTERVAL"),
+        ("DBJOBS_ZZZ", "settings reference"),
+    ],
+)
+def test_a_setting_that_is_not_ours_is_warned_about(settings, setting, hint):
+    setattr(settings, setting, False)
+    warnings = check_settings()
+    assert ids(warnings) == ["dbjobs.W003"]
+    assert setting in warnings[0].msg and hint in warnings[0].hint
+
+
 def test_default_queue_must_be_in_the_queue_list(settings):
     settings.DBJOBS_QUEUES = ["emails"]
     assert ids(check_settings()) == ["dbjobs.E002"]

@@ -255,6 +255,29 @@ def test_a_filtered_queryset_narrows_its_claim_and_not_the_next_ones():
     assert "name" in pick
 
 
+@pytest.mark.django_db
+def test_filters_that_differ_only_deep_in_a_value_claim_their_own_jobs():
+    """Values a repr() would cut short must still tell two filtered claims apart."""
+    long_a, long_b = [1] * 29 + [1], [1] * 29 + [2]
+    a = enqueue(jobs.echo, *long_a)
+    b = enqueue(jobs.echo, *long_b)
+    with transaction.atomic():
+        assert [j.pk for j in Job.objects.filter(args=long_a).claim("w", 10)] == [a.pk]
+    with transaction.atomic():
+        assert [j.pk for j in Job.objects.filter(args=long_b).claim("w", 10)] == [b.pk]
+
+
+@pytest.mark.django_db
+def test_an_empty_queryset_claims_nothing_and_a_sliced_one_is_refused():
+    job = enqueue(jobs.add, 1, 1)
+    with transaction.atomic():
+        assert Job.objects.none().claim("w", 10) == []
+        assert Job.objects.filter(pk__in=[]).claim("w", 10) == []
+    with pytest.raises(ValueError, match="without a slice"), transaction.atomic():
+        Job.objects.all()[:5].claim("w", 1)
+    assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+
+
 class _ReadsElsewhere:
     def db_for_read(self, model, **hints):
         return "no_such_alias"
@@ -266,3 +289,11 @@ def test_a_claim_goes_to_the_router_write_alias_not_the_read_one():
     job = enqueue(jobs.add, 1, 1)
     with transaction.atomic():
         assert [j.pk for j in Job.objects.all().claim("w", 1)] == [job.pk]
+
+
+@pytest.mark.django_db
+@override_settings(DATABASE_ROUTERS=[f"{__name__}._ReadsElsewhere"])
+def test_cancel_deletes_on_the_router_write_alias():
+    enqueue(jobs.add, 1, 1)
+    assert Job.objects.filter(name=jobs.add.name).cancel() == 1
+    assert Job.objects.using("default").count() == 0

@@ -33,7 +33,6 @@ APPEND_SQL = {
 #: A LIMIT no claim asks for: compiled into the cached claim SQL, then made a parameter.
 _LIMIT_MARK = 987_654_321
 _claims: dict[tuple, tuple[str, list]] = {}
-MAX_CLAIMS = 256
 
 
 def claim_pick(
@@ -47,9 +46,12 @@ def claim_pick(
     locked (Django leaves the lock out on SQLite), limited, and compiled once per
     shape. `values` maps each placeholder to this claim's value. `what` is "id", or
     "*" for every column (MySQL).
+
+    A shape whose last item is true (``narrowed``: a filtered QuerySet's claim, whose
+    filters the shape does not tell apart) is compiled on every call, never cached.
     """
     key = (using, what, shape)
-    cached = _claims.get(key)
+    cached = None if shape[-1] else _claims.get(key)
     if cached is None:
         from ..models.job import CLAIM_ORDER
 
@@ -69,9 +71,9 @@ def claim_pick(
         params = [*params[:position], _LIMIT_MARK, *params[position:]]
         sql, params = _inline_constants(sql, params, set(values), using)
         sql = _pin_claim_index(sql, picked.model, using)
-        if len(_claims) >= MAX_CLAIMS:  # filtered claims (JobQuerySet._narrowing()) may be many
-            _claims.clear()
-        cached = _claims[key] = (sql, params)
+        cached = (sql, params)
+        if not shape[-1]:
+            _claims[key] = cached
     sql, params = cached
     marks = {**values, _LIMIT_MARK: limit}
     return sql, [marks.get(value, value) if isinstance(value, str | int) else value for value in params]
@@ -101,15 +103,19 @@ def _pin_claim_index(sql: str, model, using: str) -> str:
 def _inline_constants(sql: str, params: list, placeholders: set, using: str) -> tuple[str, list]:
     """Write the constants the ORM sent as parameters (the status 'READY') into the SQL.
 
-    They are values written in our code, never a caller's, and as literals they let
-    the planner match the partial claim index (WHERE status = 'READY') outright,
-    where a bound parameter makes SQLite plan the statement again on every claim.
+    As literals they let the planner match the partial claim index (WHERE status =
+    'READY') outright, where a bound parameter makes SQLite plan the statement again on
+    every claim. Only the job states and isolation values, written in our code: any
+    other value (a filtered QuerySet's) stays a parameter.
     """
+    from ..models.states import Isolation, JobStatus
+
+    constants = {*JobStatus.values, *Isolation.values}
     quote = connections[using].schema_editor().quote_value
     parts = sql.split("%s")
     out, kept = [parts[0]], []
     for param, part in zip(params, parts[1:], strict=True):
-        if isinstance(param, str) and param not in placeholders:
+        if isinstance(param, str) and param in constants and param not in placeholders:
             out.append(str(quote(param)).replace("%", "%%"))
         else:
             out.append("%s")
@@ -147,7 +153,9 @@ def claim_sql(model, using: str, build, shape: tuple, values: dict, worker: str,
     sql = _claim_statements.get(key)
     if sql is None:
         columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
-        sql = _claim_statements[key] = f"{claim_mark(model, using)} WHERE id IN ({pick}) RETURNING {columns}"
+        sql = f"{claim_mark(model, using)} WHERE id IN ({pick}) RETURNING {columns}"
+        if not shape[-1]:  # a filtered QuerySet's: not kept (claim_pick())
+            _claim_statements[key] = sql
     return sql, [worker, worker, *params]
 
 
@@ -158,7 +166,7 @@ _claim_statements: dict[tuple, str] = {}
 ASYNC_COMMIT = " AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL"
 
 
-def _without_flush(sql: str) -> str:
+def _without_flush(sql: str, keep: bool = True) -> str:
     """PostgreSQL with DBJOBS_ASYNC_CLAIM_COMMIT: the claim (one statement, its own
     transaction) committed without waiting for its WAL flush.
 
@@ -170,7 +178,9 @@ def _without_flush(sql: str) -> str:
     """
     fast = _async_claims.get(sql)
     if fast is None:
-        fast = _async_claims[sql] = sql.replace(" RETURNING ", ASYNC_COMMIT + " RETURNING ", 1)
+        fast = sql.replace(" RETURNING ", ASYNC_COMMIT + " RETURNING ", 1)
+        if keep:
+            _async_claims[sql] = fast
     return fast
 
 
@@ -196,10 +206,11 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
     """
     connection = connections[using]
     sql, params = claim_sql(model, using, build, shape, values, worker, limit)
+    narrowed = shape[-1]  # a filtered QuerySet's claim: its SQL neither kept nor prepared
     if connection.vendor == "postgresql" and settings.ASYNC_CLAIM_COMMIT and connection.get_autocommit():
-        sql = _without_flush(sql)
+        sql = _without_flush(sql, keep=not narrowed)
     if connection.vendor != "mysql":
-        rows = direct.run(connection, sql, params, many=True, without_sort=True, prepare=True)
+        rows = direct.run(connection, sql, params, many=True, without_sort=True, prepare=not narrowed)
         jobs = jobs_from_rows(model, using, *rows)
         jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
         return jobs

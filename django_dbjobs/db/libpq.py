@@ -102,27 +102,38 @@ def _pipelined(raw, sends: list) -> list:
     """Send each command (a function sending one statement on the PGconn: _send(), or a
     prepared statement's) in one pipeline ending in a Sync, and return their results. One
     round trip; in autocommit, one implicit transaction that commits at the Sync, or rolls
-    back there if a statement failed (those after it are skipped)."""
+    back there if a statement failed (those after it are skipped). A SYNC among the
+    commands (prepared.SYNC) ends a transaction there: an error before it skips nothing
+    after it."""
     pgconn = raw.pgconn
     pgconn.enter_pipeline_mode()
     try:
+        syncs = 1
         for send in sends:
-            send(pgconn)
+            if send is prepared.SYNC:
+                pgconn.pipeline_sync()
+                syncs += 1
+            else:
+                send(pgconn)
         pgconn.pipeline_sync()
         raw.wait(generators.send(pgconn))
         # Then wait to read, never to write: psycopg's pipeline_communicate() waits for
         # either, and a socket is nearly always writable, so it spun on the CPU until the
         # answer came (the commit's flush): a millisecond more per claim on a busy host.
         results: list = []
-        while not results or results[-1].status != pq.ExecStatus.PIPELINE_SYNC:
-            results.extend(raw.wait(generators.fetch_many(pgconn)))
+        while syncs:
+            for result in raw.wait(generators.fetch_many(pgconn)):
+                if result.status == pq.ExecStatus.PIPELINE_SYNC:
+                    syncs -= 1
+                else:
+                    results.append(result)
     finally:
         try:
             pgconn.exit_pipeline_mode()
         except psycopg.Error as exc:  # interrupted with results unread: the connection is unusable
             logger.warning("Closing a PostgreSQL connection left in pipeline mode: %s", exc)
             pgconn.finish()
-    return results[:-1]
+    return results
 
 
 #: Where Django's psycopg cursor classes are defined.

@@ -4,10 +4,13 @@ Sent as a plain statement, the INSERT is parsed and planned by the server on eve
 enqueue: about 120 µs of a single enqueue's 570 (measured here, PostgreSQL 15, 2 cores),
 more than the Python around it costs. The claim was parsed and planned cold after every
 idle wait: prepared, an idle worker's claim round trip measured 0.4 to 0.5 ms shorter
-(of about 1.5). Prepared once per connection, each then sends only its values. The
-first one on a connection is prepared and run in one pipeline: one round trip, as the
-plain statement takes (a web request on a new connection, ``CONN_MAX_AGE = 0``, pays
-nothing for it).
+(of about 1.5). Prepared once per connection, each then sends only its values. With
+libpq 14 or later (pipeline mode; psycopg's binary wheels bundle a recent libpq) the
+first run on a connection is prepared and run in one pipeline, one round trip, as the
+plain statement takes, so a web request on a new connection (``CONN_MAX_AGE = 0``) pays
+nothing for it; a Sync between the PREPARE and the run lets the run go ahead when the
+server session had the statement already (42P05, a pooled server connection). Before
+libpq 14 the PREPARE takes a round trip of its own, once per connection.
 
 ``DBJOBS_PREPARED_STATEMENTS`` (default True) turns this on; ``False``, or Django's
 ``DISABLE_SERVER_SIDE_CURSORS`` (the setting Django documents for transaction pooling),
@@ -24,7 +27,8 @@ where it cannot cost the caller anything:
 - Text and integer values only (not a datetime ``run_at``): the prepared statement's
   parameter types are what the statement's context gives them, as for the plain one.
 - A connection stops preparing when a statement goes missing right after it was
-  prepared, when statements keep going missing (a pooler between us and the server:
+  prepared (a transaction pooler moving the session at the Sync after the PREPARE),
+  when statements keep going missing (a pooler between us and the server:
   MAX_LOSSES of them with fewer than RECOVERY successful runs between), when the table
   changed under a prepared statement (a migration), or when the server or a pooler
   refuses PREPARE itself (REFUSED). Otherwise a lost statement is prepared again on its
@@ -45,6 +49,9 @@ import weakref
 from psycopg import generators, pq
 
 from ..conf import settings
+
+#: Among the commands given to libpq._pipelined(): a Sync there, ending a transaction.
+SYNC = None
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -85,47 +92,48 @@ def execute_pipelined(raw, pipelined, first: bytes | None, statement: bytes, val
     libpq._pipelined): ([first's result, if any, then the statement's], None), or
     (None, why) as execute() says.
 
-    In autocommit the pipeline is one implicit transaction: when the statement fails before
-    it runs (not prepared here, gone), `first` is rolled back with it and nothing ran.
+    In autocommit `first` and the statement are one implicit transaction: when the statement
+    fails before it runs (not prepared here, gone), `first` is rolled back with it and
+    nothing ran. A PREPARE goes before them, in a transaction of its own (a Sync between):
+    when the session has the statement already (42P05: a pooled server connection that
+    another client prepared it on), the run after it still goes ahead, in the same round
+    trip.
     """
     names = _names.get(raw)
     if names is None:
         names = _names[raw] = {}
     name = names.get(statement)
     fresh = name is None
-    before = []
+    sends = []
     if first is not None:
 
         def send_first(pgconn) -> None:
             pgconn.send_query_params(first, None)
 
-        before.append(send_first)
-
-    def prepare(pgconn) -> None:
-        pgconn.send_prepare(name, statement)
+        sends.append(send_first)
 
     def run(pgconn) -> None:
         pgconn.send_query_prepared(name, values)
 
+    sends.append(run)
     if fresh:
         if len(names) >= MAX_PREPARED:
             return None, None
         name = _name(statement)
-        results = pipelined(raw, [*before, prepare, run])
-        made = results[len(before)]
+
+        def prepare(pgconn) -> None:
+            pgconn.send_prepare(name, statement)
+
+        made, *results = pipelined(raw, [prepare, SYNC, *sends])
         state = _sqlstate(made) if made.status != pq.ExecStatus.COMMAND_OK else None
-        if state == DUPLICATE:  # already in this session (by construction, this statement)
-            results = pipelined(raw, [*before, run])
-        elif state is not None:
+        if state is not None and state != DUPLICATE:  # then it is not in the session: nothing ran
             if state in REFUSED:
                 _names[raw] = None
                 return None, f"PREPARE was refused ({state})"
-            return None, None  # the plain statement says what is wrong (or `first` failed)
-        else:
-            del results[len(before)]
+            return None, None  # the plain statement says what is wrong (a missing table)
         names[statement] = name
     else:
-        results = pipelined(raw, [*before, run])
+        results = pipelined(raw, sends)
     ran, why = _counted(raw, names, results[-1], fresh)
     return (results, None) if ran else (None, why)
 

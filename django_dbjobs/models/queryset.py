@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import models, router, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
@@ -59,18 +60,16 @@ class JobQuerySet(models.QuerySet):
         worker_ids. With ``include_waiting=False``, jobs waiting to run alone are left for
         another claim. One short transaction (or one statement); see db.claim_jobs().
 
-        Filters of this QuerySet narrow the claim (``Job.objects.filter(name=...).claim(...)``).
+        Filters of this QuerySet narrow the claim (``Job.objects.filter(name=...).claim(...)``):
+        such a claim's SQL is compiled for it alone, neither cached nor prepared.
         """
+        using = self._write_db()
+        try:
+            narrowed = self._narrowed(using)
+        except EmptyResultSet:  # .none(), pk__in=[]: nothing to claim
+            return []
         return claim(
-            self.model,
-            lambda: self,
-            self._write_db(),
-            worker,
-            limit,
-            queues,
-            include_waiting,
-            paused,
-            narrowed=self._narrowing(),
+            self.model, lambda: self, using, worker, limit, queues, include_waiting, paused, narrowed
         )
 
     def claim_sql(
@@ -82,30 +81,31 @@ class JobQuerySet(models.QuerySet):
         paused: frozenset[str] = frozenset(),
     ) -> tuple[str, list]:
         """The SQL claim() runs first, with its parameters (to EXPLAIN it)."""
-        shape = claim_shape(lambda: self, queues, include_waiting, paused, self._narrowing())
+        using = self._write_db()
+        shape = claim_shape(lambda: self, queues, include_waiting, paused, self._narrowed(using))
         if shape is None:
             raise ValueError("Every queue asked for is paused: claim() runs no SQL.")
-        return db.claim_sql(self.model, self._write_db(), *shape, worker, limit)
+        return db.claim_sql(self.model, using, *shape, worker, limit)
 
     def _write_db(self) -> str:
-        """The database a claim writes to: this QuerySet's, else the router's for writes
-        (``self.db`` asks the router for reads)."""
+        """The database these jobs are changed on: this QuerySet's, else the router's for
+        writes (``self.db`` asks the router for reads, unless Django marked it for a write)."""
         return self._db or router.db_for_write(self.model, **self._hints)
 
-    def _narrowing(self) -> tuple | None:
-        """None for every job of the table (``Job.objects``); else what this QuerySet's filters
-        are, to tell its claim SQL, compiled once per shape and cached, from another's."""
-        if not self.query.where and not self.query.is_sliced and self.query.extra == {}:
-            return None
-        sql, params = self.query.sql_with_params()
-        return (sql, tuple(repr(param) for param in params))
+    def _narrowed(self, using: str) -> bool:
+        """Whether this QuerySet selects other rows than the table's default manager does
+        (filters, distinct, extra tables): then its claim SQL is its own, never cached."""
+        if self.query.is_sliced:
+            raise ValueError("claim() takes a QuerySet without a slice; claim(limit=...) says how many.")
+        plain = self.model._default_manager.db_manager(using).all()
+        return self.query.get_compiler(using).as_sql() != plain.query.get_compiler(using).as_sql()
 
     def cancel(self, batch_size: int = BATCH_SIZE) -> int:
         """Delete the READY jobs among these, `batch_size` at a time; return how many.
 
         A job a worker claimed meanwhile, or one that finished, is never deleted.
         """
-        return self.ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
+        return self.using(self._write_db()).ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
 
     def _delete_in_batches(self, status: str, batch_size: int) -> tuple[int, int]:
         """Delete these rows if still `status`, a batch at a time; return (deleted, skipped).
@@ -179,7 +179,8 @@ class JobQuerySet(models.QuerySet):
             fence |= Q(pk=job.pk, pickups=job.pickups)
         if not jobs:
             return set()
-        return set(self.owned_by(worker).filter(fence).values_list("pk", flat=True))
+        owned = self.using(self._write_db()).owned_by(worker).filter(fence)
+        return set(owned.values_list("pk", flat=True))
 
     def finish_successes(self, worker: str, done: list[tuple[Job, Any]]) -> list[Job]:
         """Mark many jobs this worker ran SUCCESSFUL in one UPDATE; return those it still owned.
@@ -188,7 +189,7 @@ class JobQuerySet(models.QuerySet):
         """
         if not done:
             return []
-        won = db.finish_successes(self.model, self.db, worker, done)
+        won = db.finish_successes(self.model, self._write_db(), worker, done)
         for job, value in done:
             job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
         return [job for job, _value in done if job.pk in won]
@@ -203,12 +204,12 @@ def claim(
     queues: list[str] | None,
     include_waiting: bool,
     paused,
-    narrowed: tuple | None = None,
+    narrowed: bool = False,
 ) -> list[Job]:
     """JobQuerySet.claim() of `model`, picking among `jobs()` (a JobQuerySet on `using`), which is
     called only when the claim's SQL is first built: the worker claims through this without
     making a QuerySet on each claim (about 60 µs cold, after an idle wait, of a wake-up of
-    about 1.5 ms). `narrowed` tells apart the claims of filtered QuerySets (_narrowing())."""
+    about 1.5 ms). `narrowed`: `jobs()` is a filtered QuerySet (JobQuerySet._narrowed())."""
     shape = claim_shape(jobs, queues, include_waiting, paused, narrowed)
     if shape is None:
         return []
@@ -220,9 +221,12 @@ def claim_shape(
     queues: list[str] | None,
     include_waiting: bool,
     paused: frozenset[str],
-    narrowed: tuple | None = None,
+    narrowed: bool = False,
 ):
-    """(build, shape, values) for db.claim_jobs(); None when every queue asked for is paused."""
+    """(build, shape, values) for db.claim_jobs(); None when every queue asked for is paused.
+
+    The shape's last item is `narrowed`: the claim of a filtered QuerySet, compiled for it
+    alone (db.claim_pick())."""
     if queues:
         queues = [name for name in queues if name not in paused]
         if not queues:

@@ -1,5 +1,6 @@
 """The workloads W1 (enqueue), W2 (drain), W2s (10 ms jobs) and W3 (wake-up latency)."""
 
+import statistics
 import time
 
 from django.core.management.color import no_style
@@ -22,6 +23,17 @@ def repeat(runs: int, once) -> list[float]:
     for _ in range(runs):
         fresh_tables()
         samples.append(once())
+    return samples
+
+
+def taking_turns(runs: int, *onces) -> list[list[float]]:
+    """repeat() for several loops at once, run 1 of each, then run 2 of each, ...: a noisy
+    moment on the machine is shared by the figures compared, not borne by one of them."""
+    samples: list[list[float]] = [[] for _ in onces]
+    for _ in range(runs):
+        for once, taken in zip(onces, samples, strict=True):
+            fresh_tables()
+            taken.append(once())
     return samples
 
 
@@ -103,23 +115,20 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
 
 
 def w1_all(runs: int, n1: int) -> dict:
+    """Each figure next to its raw limit, their runs taking turns (taking_turns())."""
     results = {}
-    raw_insert = summarise(repeat(runs, lambda: raw.insert_loop(n1)))
-    results["W1 raw INSERT loop (limit)"] = raw_insert
+    raw_insert, single = taking_turns(runs, lambda: raw.insert_loop(n1), lambda: w1_single(n1))
+    results["W1 raw INSERT loop (limit)"] = summarise(raw_insert)
     results["W1 enqueue(), one per transaction"] = {
-        **summarise(repeat(runs, lambda: w1_single(n1))),
-        "limit": raw_insert["median"],
+        **summarise(single),
+        "limit": statistics.median(raw_insert),
     }
-    raw_bulk = summarise(repeat(runs, lambda: raw.bulk_insert_loop(n1)))
-    results["W1 raw multi-row INSERT (limit)"] = raw_bulk
-    results["W1 enqueue_many()"] = {
-        **summarise(repeat(runs, lambda: w1_many(n1))),
-        "limit": raw_bulk["median"],
-    }
-    results["W1 prepare() + bulk_enqueue()"] = {
-        **summarise(repeat(runs, lambda: w1_bulk(n1))),
-        "limit": raw_bulk["median"],
-    }
+    raw_bulk, many, bulk = taking_turns(
+        runs, lambda: raw.bulk_insert_loop(n1), lambda: w1_many(n1), lambda: w1_bulk(n1)
+    )
+    results["W1 raw multi-row INSERT (limit)"] = summarise(raw_bulk)
+    results["W1 enqueue_many()"] = {**summarise(many), "limit": statistics.median(raw_bulk)}
+    results["W1 prepare() + bulk_enqueue()"] = {**summarise(bulk), "limit": statistics.median(raw_bulk)}
     return results
 
 

@@ -268,6 +268,17 @@ def test_filters_that_differ_only_deep_in_a_value_claim_their_own_jobs():
 
 
 @pytest.mark.django_db
+def test_a_filter_value_that_looks_like_the_limit_placeholder_stays_the_callers():
+    from django_dbjobs.db.claims import _LIMIT_MARK
+
+    enqueue(jobs.add, 1, 1)
+    pick, params = Job.objects.filter(attempts=_LIMIT_MARK).claim_sql("w", 3)
+    assert _LIMIT_MARK in params and 3 in params
+    with transaction.atomic():
+        assert Job.objects.filter(attempts=_LIMIT_MARK).claim("w", 3) == []
+
+
+@pytest.mark.django_db
 def test_an_empty_queryset_claims_nothing_and_a_sliced_one_is_refused():
     job = enqueue(jobs.add, 1, 1)
     with transaction.atomic():
@@ -275,6 +286,8 @@ def test_an_empty_queryset_claims_nothing_and_a_sliced_one_is_refused():
         assert Job.objects.filter(pk__in=[]).claim("w", 10) == []
     with pytest.raises(ValueError, match="without a slice"), transaction.atomic():
         Job.objects.all()[:5].claim("w", 1)
+    with pytest.raises(ValueError, match="selects no rows"):
+        Job.objects.none().claim_sql("w", 1)
     assert Job.objects.get(pk=job.pk).status == JobStatus.READY
 
 

@@ -30,8 +30,10 @@ APPEND_SQL = {
 }
 
 
-#: A LIMIT no claim asks for: compiled into the cached claim SQL, then made a parameter.
+#: A LIMIT no claim asks for: compiled into the cached claim SQL, then made a parameter,
+#: _LIMIT in the cached parameters (a caller's filter value can never be taken for it).
 _LIMIT_MARK = 987_654_321
+_LIMIT = object()
 _claims: dict[tuple, tuple[str, list]] = {}
 
 
@@ -58,9 +60,12 @@ def claim_pick(
         picked = build().order_by(*CLAIM_ORDER).select_for_update(skip_locked=True)[:_LIMIT_MARK]
         if what == "id":
             picked = picked.values_list("pk")
-        # select_for_update() may only be compiled inside a transaction; nothing runs.
-        locks = connections[using].features.has_select_for_update
-        with transaction.atomic(using=using) if locks else contextlib.nullcontext():
+        # select_for_update() may only be compiled inside a transaction; nothing runs (inside
+        # the caller's, a savepoint would cost two round trips: a filtered claim compiles
+        # on every call).
+        connection = connections[using]
+        outside = connection.features.has_select_for_update and connection.get_autocommit()
+        with transaction.atomic(using=using) if outside else contextlib.nullcontext():
             sql, params = picked.query.get_compiler(using=using).as_sql()
         limit_sql = f"LIMIT {_LIMIT_MARK}"
         if sql.count(limit_sql) != 1:
@@ -68,15 +73,17 @@ def claim_pick(
         before = sql[: sql.index(limit_sql)]
         position = before.count("%s") - before.count("%%s")
         sql = sql.replace(limit_sql, "LIMIT %s")
-        params = [*params[:position], _LIMIT_MARK, *params[position:]]
+        params = [*params[:position], _LIMIT, *params[position:]]
         sql, params = _inline_constants(sql, params, set(values), using)
         sql = _pin_claim_index(sql, picked.model, using)
         cached = (sql, params)
         if not shape[-1]:
             _claims[key] = cached
     sql, params = cached
-    marks = {**values, _LIMIT_MARK: limit}
-    return sql, [marks.get(value, value) if isinstance(value, str | int) else value for value in params]
+    return sql, [
+        limit if value is _LIMIT else values.get(value, value) if type(value) is str else value
+        for value in params
+    ]
 
 
 def _pin_claim_index(sql: str, model, using: str) -> str:

@@ -1,8 +1,8 @@
 """PostgreSQL: enqueue()'s INSERT and the worker's claim as prepared statements, in autocommit.
 
 Sent as a plain statement, the INSERT is parsed and planned by the server on every
-enqueue: about 120 µs of a single enqueue's 570 (measured here, PostgreSQL 15, 2 cores),
-more than the Python around it costs. The claim was parsed and planned cold after every
+enqueue: 70 to 120 µs of a single enqueue's 450 to 570 (measured here, PostgreSQL 15,
+2 cores), more than the Python around it costs. The claim was parsed and planned cold after every
 idle wait: prepared, an idle worker's claim round trip measured 0.4 to 0.5 ms shorter
 (of about 1.5). Prepared once per connection, each then sends only its values. With
 libpq 14 or later (pipeline mode; psycopg's binary wheels bundle a recent libpq) the
@@ -10,7 +10,8 @@ first run on a connection is prepared and run in one pipeline, one round trip, a
 plain statement takes, so a web request on a new connection (``CONN_MAX_AGE = 0``) pays
 nothing for it; a Sync between the PREPARE and the run lets the run go ahead when the
 server session had the statement already (42P05, a pooled server connection). Before
-libpq 14 the PREPARE takes a round trip of its own, once per connection.
+libpq 14 the INSERT's PREPARE takes a round trip of its own, once per connection, and
+the claim (which needs a pipeline for its planner setting) is not prepared.
 
 ``DBJOBS_PREPARED_STATEMENTS`` (default True) turns this on; ``False``, or Django's
 ``DISABLE_SERVER_SIDE_CURSORS`` (the setting Django documents for transaction pooling),

@@ -82,7 +82,13 @@ class JobQuerySet(models.QuerySet):
     ) -> tuple[str, list]:
         """The SQL claim() runs first, with its parameters (to EXPLAIN it)."""
         using = self._write_db()
-        shape = claim_shape(lambda: self, queues, include_waiting, paused, self._narrowed(using))
+        try:
+            narrowed = self._narrowed(using)
+        except EmptyResultSet:
+            raise ValueError(
+                "This QuerySet selects no rows (.none(), pk__in=[]): claim() runs no SQL."
+            ) from None
+        shape = claim_shape(lambda: self, queues, include_waiting, paused, narrowed)
         if shape is None:
             raise ValueError("Every queue asked for is paused: claim() runs no SQL.")
         return db.claim_sql(self.model, using, *shape, worker, limit)

@@ -3,6 +3,7 @@
 import datetime
 import difflib
 
+from django.conf import settings as django_settings
 from django.core import checks
 from django.db import connections
 from django.utils.module_loading import import_string
@@ -231,8 +232,6 @@ RENAMED = {"DBJOBS_PREPARED_CLAIMS": "DBJOBS_PREPARED_STATEMENTS"}
 
 def unknown_setting_warnings() -> list[checks.Warning]:
     """A ``DBJOBS_`` setting django-dbjobs does not read: a typo or an old name, silently ignored."""
-    from django.conf import settings as django_settings
-
     known = {f"DBJOBS_{name}" for name in DEFAULTS}
     warnings = []
     for name in sorted(dir(django_settings)):

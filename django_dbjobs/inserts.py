@@ -230,7 +230,7 @@ def set_returned(connection, instance: Job, returning: list, row) -> None:
     """
     last = None
     for (field, converters), value in zip(returning, row, strict=True):
-        if last is not None and last[0] == value and last[1] == converters:
+        if last is not None and type(last[0]) is type(value) and last[0] == value and last[1] == converters:
             setattr(instance, field.attname, last[2])
             continue
         raw = value

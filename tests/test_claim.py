@@ -291,6 +291,25 @@ def test_an_empty_queryset_claims_nothing_and_a_sliced_one_is_refused():
     assert Job.objects.get(pk=job.pk).status == JobStatus.READY
 
 
+@pytest.mark.django_db
+def test_a_filtered_claim_inside_a_transaction_adds_no_savepoint_round_trips():
+    """A filtered claim is compiled on every call; inside the caller's transaction that must
+    not wrap the compile in a savepoint (two round trips each)."""
+    from django.test.utils import CaptureQueriesContext
+
+    def savepoints(claim) -> list[str]:
+        with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+            assert len(claim()) == 1
+        return [q["sql"].split()[0] for q in queries if "SAVEPOINT" in q["sql"].upper()]
+
+    enqueue(jobs.add, 1, 1)
+    enqueue(jobs.add, 2, 2)
+    Job.objects.claim("warm", 0)  # the plain claim's SQL compiled and cached
+    plain = savepoints(lambda: Job.objects.claim("w", 1))  # MySQL: the claim's own (pick, then mark)
+    filtered = savepoints(lambda: Job.objects.filter(name=jobs.add.name).claim("w", 1))
+    assert filtered == plain
+
+
 class _ReadsElsewhere:
     def db_for_read(self, model, **hints):
         return "no_such_alias"

@@ -126,12 +126,9 @@ def execute_pipelined(raw, pipelined, first: bytes | None, statement: bytes, val
             pgconn.send_prepare(name, statement)
 
         made, *results = pipelined(raw, [prepare, SYNC, *sends])
-        state = _sqlstate(made) if made.status != pq.ExecStatus.COMMAND_OK else None
-        if state is not None and state != DUPLICATE:  # then it is not in the session: nothing ran
-            if state in REFUSED:
-                _names[raw] = None
-                return None, f"PREPARE was refused ({state})"
-            return None, None  # the plain statement says what is wrong (a missing table)
+        failed = _not_made(raw, made)
+        if failed:  # not in the session, so the run after it failed too: nothing ran
+            return failed
         names[statement] = name
     else:
         results = pipelined(raw, sends)
@@ -150,9 +147,7 @@ def execute(raw, statement: bytes, values: list[bytes], pipelined=None) -> tuple
     here). `raw` is in autocommit, idle, and allowed().
     """
     names = _names.get(raw)
-    if names is not None and statement in names and pipelined is not None:
-        pipelined = None  # prepared already: one statement, no pipeline to set up
-    if pipelined is not None:
+    if pipelined is not None and not (names and statement in names):  # to prepare first
         return execute_pipelined(raw, pipelined, None, statement, values)
     if names is None:
         names = _names[raw] = {}
@@ -164,19 +159,31 @@ def execute(raw, statement: bytes, values: list[bytes], pipelined=None) -> tuple
             return None, None
         name = _name(statement)
         pgconn.send_prepare(name, statement)
-        (result,) = raw.wait(generators.execute(pgconn))
-        if result.status != pq.ExecStatus.COMMAND_OK and _sqlstate(result) != DUPLICATE:
-            # The plain statement will say what is wrong if it is wrong (a missing table);
-            # a server or pooler that refuses to prepare is not asked again.
-            if _sqlstate(result) in REFUSED:
-                _names[raw] = None
-                return None, f"PREPARE was refused ({_sqlstate(result)})"
-            return None, None
+        (made,) = raw.wait(generators.execute(pgconn))
+        failed = _not_made(raw, made)
+        if failed:
+            return failed
         names[statement] = name
     pgconn.send_query_prepared(name, values)
     results = raw.wait(generators.execute(pgconn))
     ran, why = _counted(raw, names, results[-1], fresh)
     return (results, None) if ran else (None, why)
+
+
+def _not_made(raw, result) -> tuple[None, str | None] | None:
+    """None if a PREPARE's `result` says the statement is in the session (made, or there
+    already: DUPLICATE); else (None, why) for the caller, which sends the statement plain: it
+    will say what is wrong if it is wrong (a missing table). A server or pooler that refuses
+    to prepare is not asked again."""
+    if result.status == pq.ExecStatus.COMMAND_OK:
+        return None
+    state = _sqlstate(result)
+    if state == DUPLICATE:
+        return None
+    if state in REFUSED:
+        _names[raw] = None
+        return None, f"PREPARE was refused ({state})"
+    return None, None
 
 
 def _name(statement: bytes) -> bytes:

@@ -61,4 +61,7 @@ else skip_suite MariaDB "no server answers at $host:${port:-3306}"; fi
 echo
 echo "=== Summary ==="
 printf '%s\n' "${results[@]}"
+if [ "${DBJOBS_TEST_RESTART_DATABASES:-0}" != 1 ]; then
+  echo "Skipped: the tests that stop and start the database server (DBJOBS_TEST_RESTART_DATABASES=1 runs them)."
+fi
 exit $status

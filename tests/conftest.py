@@ -100,6 +100,22 @@ def wait_for(predicate, timeout: float = 20, interval: float = 0.05):
     return False
 
 
+#: Tests that stop the database server run only when this variable is 1 (.ci/run sets it):
+#: a developer's own worker or application on the same server would lose its connections.
+RESTARTS_OPT_IN = "DBJOBS_TEST_RESTART_DATABASES"
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get(RESTARTS_OPT_IN) == "1":
+        return
+    skip = pytest.mark.skip(
+        reason=f"stops and starts the database server; set {RESTARTS_OPT_IN}=1 to run it (CI does)"
+    )
+    for item in items:
+        if item.get_closest_marker("restarts_database"):
+            item.add_marker(skip)
+
+
 def restart_database():
     """Restart the server this test database lives on, with the machine's own commands."""
     stop_database()
@@ -107,12 +123,16 @@ def restart_database():
 
 
 def stop_database():
-    """Stop the server this test database lives on (PostgreSQL or MariaDB)."""
+    """Stop the server this test database lives on (PostgreSQL or MariaDB).
+
+    Only for tests marked ``restarts_database``, which run only when asked.
+    """
     import shutil
     import subprocess
 
     from django.db import connections
 
+    assert os.environ.get(RESTARTS_OPT_IN) == "1", f"stopping the database server needs {RESTARTS_OPT_IN}=1"
     connections.close_all()
     if connection.vendor == "postgresql":
         if not shutil.which("pg_ctlcluster"):

@@ -129,6 +129,7 @@ def test_successes_are_stored_as_they_finish_during_the_shutdown_grace(run_jobs,
     assert Job.objects.get(pk=slow.pk).status == JobStatus.SUCCESSFUL
 
 
+@pytest.mark.restarts_database
 def test_a_second_signal_stops_the_worker_within_seconds_during_an_outage(run_jobs, record_file):
     if connection.vendor == "sqlite":
         pytest.skip("SQLite has no server to stop")
@@ -202,6 +203,7 @@ def test_a_frozen_worker_drops_the_jobs_it_prefetched_instead_of_starting_them(r
     assert "Prefetched job" in frozen.output() and "dropped" in frozen.output()
 
 
+@pytest.mark.restarts_database
 def test_jobs_using_the_database_succeed_first_time_after_a_server_restart(run_jobs):
     if connection.vendor == "sqlite":
         pytest.skip("SQLite has no server to restart")

@@ -163,6 +163,7 @@ def test_random_kill_9_while_draining_loses_nothing(run_jobs, record_file):
     assert repeated <= may_repeat, f"ran twice without a kill: {sorted(repeated - may_repeat)[:10]}"
 
 
+@pytest.mark.restarts_database
 def test_database_restart_while_draining_loses_nothing(run_jobs, record_file):
     if connection.vendor == "sqlite":
         pytest.skip("SQLite has no server to restart")

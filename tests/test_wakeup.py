@@ -93,6 +93,7 @@ def test_bulk_inserts_notify_once_on_commit():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not db.supports_listen(), reason="NOTIFY exists on PostgreSQL only")
+@pytest.mark.restarts_database
 def test_worker_listens_again_after_a_postgresql_restart(run_jobs):
     worker = idle_worker(run_jobs)
     restart_database()

@@ -226,6 +226,32 @@ def check_settings(app_configs=None, **kwargs):
     return errors
 
 
+@checks.register()
+def check_jobs(app_configs=None, **kwargs):
+    return unimported_job_warnings()
+
+
+def unimported_job_warnings() -> list[checks.Warning]:
+    """A registered job whose module workers do not import: they would hand its jobs back as unknown.
+
+    Looks at the jobs registered in this process when the checks run (the URLconf and
+    its views are imported by then), so a ``@job`` in a helper module a view imports is
+    found before its first enqueue.
+    """
+    from . import discovery, registry
+
+    return [
+        checks.Warning(
+            f"Job {registered.name} is defined in {registered.func.__module__}, which workers do not import.",
+            hint=discovery.unimported_message(registered),
+            obj=registered.name,
+            id="dbjobs.W004",
+        )
+        for registered in sorted(registry.registered().values(), key=lambda r: r.name)
+        if not discovery.imported_by_workers(registered)
+    ]
+
+
 #: Settings that were renamed before a release: the name to use now.
 RENAMED = {"DBJOBS_PREPARED_CLAIMS": "DBJOBS_PREPARED_STATEMENTS"}
 

@@ -15,7 +15,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, connections, router, transaction
 
-from . import db, enqueuer_context, insert_one, inserts, registry, rows, validation, wakeup
+from . import db, discovery, enqueuer_context, insert_one, inserts, registry, rows, validation, wakeup
 from .conf import settings
 from .exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from .models import Job
@@ -71,6 +71,7 @@ def job_fields(
     goes with the job; a scheduler's jobs have no enqueuer.
     """
     registered = registry.resolve(job)
+    discovery.warn_if_unimported(registered)
     using = using or router.db_for_write(Job)
     reject_nul = db.rejects_nul(using)
     clean_args, clean_kwargs = validation.payload(args, kwargs or {}, reject_nul)

@@ -51,3 +51,7 @@ class JobTimeout(BaseException):
     A BaseException, like KeyboardInterrupt, so that ``except Exception`` in a job does not
     swallow it; the attempt is recorded as failed and retried or dead-lettered as usual.
     """
+
+
+class UnimportedJobWarning(RuntimeWarning):
+    """A job is defined in a module workers do not import: they would hand its jobs back as unknown."""

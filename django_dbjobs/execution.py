@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import db, enqueuer_context, registry, timeouts, validation
+from . import db, enqueuer_context, registry, timeouts, unknown_jobs, validation
 from .conf import settings
 from .context import running
 from .exceptions import MissingMigrations, UnknownJob
@@ -187,10 +187,10 @@ def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | No
     them. The pickup is undone and the job waits with backoff; only once
     DBJOBS_UNKNOWN_JOB_GRACE has passed since it was enqueued is it dead-lettered.
     """
-    error = error_record(exc, job, worker)
+    grace = settings.UNKNOWN_JOB_GRACE
+    error = error_record(exc, job, worker, summary=unknown_jobs.summary(job.name, worker, grace))
     waited = (timezone.now() - job.enqueued_at).total_seconds() if job.enqueued_at else 0.0
     delay = min(UNKNOWN_JOB_MAX_DELAY, max(1.0, waited / 10))
-    grace = settings.UNKNOWN_JOB_GRACE
     status = _write(outage, job, lambda: job.mark_unknown(worker, error, delay, grace), "handing back")
     if status is None:
         _dropped(job, "READY")
@@ -205,10 +205,11 @@ def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | No
         send(job_failed, job=job, error=error)
     else:
         logger.warning(
-            "Job handed back: this worker does not know it id=%s name=%s delay=%.1fs",
+            "Job handed back: this worker does not know it id=%s name=%s delay=%.1fs%s",
             job.pk,
             job.name,
             delay,
+            unknown_jobs.first_time_hint(job.name, grace),
         )
         finished(job, status)
     return status
@@ -267,10 +268,22 @@ def _dropped(job: Job, status: str) -> None:
     )
 
 
+FailureListener = Callable[[Job, BaseException], None]
+#: Called with (job, exception) for each failed attempt stored in this context: how
+#: testing.run_jobs(raise_errors=True) gets the exception back.
+failure_listener: contextvars.ContextVar[FailureListener | None] = contextvars.ContextVar(
+    "failure_listener", default=None
+)
+
+
 def finished(job: Job, status: str, failure: BaseException | None = None) -> None:
     """Log and signal an outcome that was stored; `failure` is the attempt's exception."""
     if status == JobStatus.SUCCESSFUL:
         logger.debug("Job succeeded id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
+    elif failure is not None:
+        listener = failure_listener.get()
+        if listener is not None:
+            listener(job, failure)
     send(job_finished, job=job, status=status)
     registered = registry.lookup(job.name)
     if registered is not None:

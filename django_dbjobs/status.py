@@ -1,8 +1,9 @@
 """The health of the queues, for `manage.py dbjobs_status`: counts, lag, workers, and verdicts.
 
-A handful of grouped queries on partial indexes (queue_stats.queue_rows() and one on the
-worker table), never a scan of the finished jobs, so it is cheap enough for a probe
-that runs every few seconds against a table of millions of rows.
+A handful of grouped queries on partial indexes (queue_stats.queue_rows(), the jobs
+handed back as unknown, and one on the worker table), never a scan of the finished
+jobs, so it is cheap enough for a probe that runs every few seconds against a table of
+millions of rows.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import db
+from . import db, unknown_jobs
 from .models import WorkerProcess
 from .queue_stats import QueueRow, queue_rows
+from .unknown_jobs import UnknownName
 
 
 @dataclass
@@ -26,6 +28,8 @@ class Status:
     problems: list[str] = field(default_factory=list)
     #: The queues asked about (--queues); None: every queue.
     asked: list[str] | None = None
+    #: Job names a worker did not know, with READY jobs waiting for one that does.
+    unknown: list[UnknownName] = field(default_factory=list)
 
     @property
     def serving(self) -> list[WorkerProcess]:
@@ -33,6 +37,10 @@ class Status:
         if not self.asked:
             return self.workers
         return [w for w in self.workers if not w.queues or set(w.queues) & set(self.asked)]
+
+    def served(self, queue: str) -> bool:
+        """Whether a live worker takes jobs from `queue`."""
+        return any(not worker.queues or queue in worker.queues for worker in self.workers)
 
     @property
     def failed(self) -> int:
@@ -54,8 +62,18 @@ class Status:
                     "paused": row.paused,
                     "paused_at": row.paused_at.isoformat() if row.paused_at else None,
                     "paused_by": row.paused_by or None,
+                    "served": self.served(row.name),
                 }
                 for row in self.queues
+            ],
+            "unknown_jobs": [
+                {
+                    "name": unknown.name,
+                    "queue": unknown.queue,
+                    "ready": unknown.count,
+                    "dead_letter_at": unknown.dead_letter_at.isoformat(),
+                }
+                for unknown in self.unknown
             ],
             "workers": {
                 "live": len(self.workers),
@@ -82,7 +100,8 @@ def read_status(queues: list[str] | None = None, using: str = "default") -> Stat
         known = {row.name: row for row in rows}
         rows = [known.get(name) or QueueRow(name) for name in queues]
     workers = list(WorkerProcess.objects.using(using).live().order_by("hostname", "pid"))
-    return Status(db.database_clock(using), rows, workers, asked=queues or None)
+    unknown = unknown_jobs.waiting(using, queues)
+    return Status(db.database_clock(using), rows, workers, asked=queues or None, unknown=unknown)
 
 
 def judge(
@@ -91,11 +110,12 @@ def judge(
     failed: int | None = None,
     need_workers: bool = False,
 ) -> list[str]:
-    """The problems found against the thresholds given (also stored in status.problems).
+    """The problems found against the thresholds given, and those always found (status.problems).
 
+    Always: jobs a worker did not know, and due jobs in a queue no live worker serves.
     A paused queue's lag is the operator's choice, not a problem: it is not judged.
     """
-    problems = []
+    problems = standing_problems(status)
     if lag is not None:
         for row in status.queues:
             if row.lag is not None and row.lag > lag and not row.paused:
@@ -111,8 +131,24 @@ def judge(
     return problems
 
 
+def standing_problems(status: Status) -> list[str]:
+    """What is wrong whatever the thresholds: jobs no worker knows, queues no live worker serves."""
+    problems = [
+        f"job {unknown.name!r} (queue {unknown.queue!r}): {unknown.count} ready jobs that a worker did "
+        f"not know; dead-lettered from {unknown.dead_letter_at:%Y-%m-%d %H:%M:%S} UTC unless a worker "
+        "that knows it runs them (see the worker's log)"
+        for unknown in status.unknown
+    ]
+    served = sorted({queue for worker in status.workers for queue in worker.queues})
+    for row in status.queues:
+        if row.due and not row.paused and not status.served(row.name):
+            why = f"live workers serve {', '.join(served)}" if status.workers else "no live worker at all"
+            problems.append(f"queue {row.name!r}: {row.due} due jobs and no live worker serves it ({why})")
+    return problems
+
+
 def table(status: Status) -> list[str]:
-    """The status as lines of text: one row per queue, then the workers and any problems."""
+    """The status as lines of text: one row per queue, then the workers (the problems are the exit's)."""
     header = ["QUEUE", "DUE", "LATER", "RUNNING", "FAILED", "OLDEST DUE", "PAUSED"]
     lines = [header]
     for row in status.queues:
@@ -144,7 +180,6 @@ def table(status: Status) -> list[str]:
     for worker in status.workers:
         queues = ",".join(worker.queues) if worker.queues else "all queues"
         text.append(f"  {worker.hostname} pid {worker.pid}: {queues}, {worker.concurrency} threads")
-    text.extend(f"PROBLEM: {problem}" for problem in status.problems)
     return text
 
 

@@ -10,6 +10,7 @@ worker, which is a process of its own.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 
 from django.db import router, transaction
@@ -32,6 +33,7 @@ def run_jobs(
     include_scheduled: bool = False,
     max_jobs: int = 1000,
     using: str | None = None,
+    raise_errors: bool = False,
 ) -> list[Job]:
     """Run due jobs now, in this thread and on this connection, until none is due; return them.
 
@@ -41,8 +43,23 @@ def run_jobs(
     and retries, until their attempts are spent). Raises RuntimeError after
     `max_jobs` runs, so a job that enqueues itself cannot loop forever.
     Returns the jobs run, one entry per attempt, as each attempt left them.
+
+    A failure is recorded on its job, as a worker records it, and not printed: the
+    worker's log lines reach only handlers the project configured. With
+    `raise_errors`, the first failed attempt's exception is raised once its outcome
+    is stored.
     """
     using = using or router.db_for_write(Job)
+    failures: list[BaseException] = []
+    token = execution.failure_listener.set(lambda job, failure: failures.append(failure))
+    try:
+        with _quiet_unless_configured():
+            return _run_due(queues, include_scheduled, max_jobs, using, failures if raise_errors else None)
+    finally:
+        execution.failure_listener.reset(token)
+
+
+def _run_due(queues, include_scheduled, max_jobs, using, failures: list[BaseException] | None) -> list[Job]:
     jobs = Job.objects.using(using)
     ran: list[Job] = []
     while True:
@@ -66,6 +83,27 @@ def run_jobs(
             raise RuntimeError(f"run_jobs() could not store the outcome of job {job.pk} ({job.name}).")
         job.refresh_from_db()
         ran.append(job)
+        if failures:
+            raise failures[0]
+
+
+@contextlib.contextmanager
+def _quiet_unless_configured() -> Iterator[None]:
+    """Keep the worker's log lines from Python's last-resort handler (stderr) while jobs run.
+
+    A worker's failure lines carry tracebacks; with no handler configured for them,
+    Python would print each one into the test run's output. Where the project (or
+    pytest's log capture) configured a handler, the lines go there as usual.
+    """
+    logger = logging.getLogger("django_dbjobs")
+    if logger.hasHandlers():
+        yield
+        return
+    previous, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = previous
 
 
 class _Raising(Outage):

@@ -12,11 +12,10 @@ import time
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from . import async_jobs, db, registry, stuck, supervisor, timeouts, wakeup
+from . import async_jobs, db, known_queues, registry, stuck, supervisor, timeouts, wakeup
 from .acks import SuccessBatch
 from .claiming import Claimer
 from .conf import settings
-from .exceptions import MissingMigrations
 from .heartbeat import Heartbeat
 from .held import HeldJobs
 from .job_threads import JobThreads
@@ -110,15 +109,17 @@ class Worker:
         signals.install()  # before any thread starts, a job module's included: see stop_signals.py
         try:
             registry.autodiscover()
+            # Before anything is written: an unmigrated database gets the one line saying so.
+            self._outage.call(lambda: db.require_migrated(self.using), "checking the database")
         except BaseException:
             signals.uninstall()
             raise
+        known_queues.warn_unused(self.queues, self.using)
         wakeup.subscribe(self._wake)
         timeouts.subscribe(self._wake)
         paused = self.claimer.paused
         self._waiter = wakeup.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
         try:
-            self._outage.call(self._check_migrated, "checking the database")
             if self._scheduler is not None:
                 self._outage.call(self._scheduler.sync_settings, "syncing DBJOBS_SCHEDULES")
             self._waiter.start()
@@ -191,14 +192,6 @@ class Worker:
             "releasing running jobs now" if self._stopping else "finishing running jobs",
         )
         self.stop()
-
-    def _check_migrated(self) -> None:
-        pending = db.pending_migrations(self.using)
-        if pending:
-            raise MissingMigrations(
-                f"The database {self.using!r} lacks django_dbjobs migrations ({', '.join(pending)}). "
-                "Run `python manage.py migrate`."
-            )
 
     def _register(self) -> None:
         WorkerProcess.objects.using(self.using).create(

@@ -5,6 +5,7 @@ import signal
 import time
 
 from django_dbjobs import current_job, job
+from tests.reexported_job import reexported  # noqa: F401 - a job workers know through this module
 
 
 @job

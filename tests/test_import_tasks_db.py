@@ -210,7 +210,7 @@ def test_queue_option_moves_only_those_queues(source):
     add_row(queue_name="default")
     emails = add_row(queue_name="emails")
     reports = add_row(queue_name="reports")
-    output = run("--commit", "--queue", "emails", "--queue", "reports")
+    output = run("--commit", "--queues", "emails,reports")
     assert output.rstrip().endswith("Moved 2 jobs (1 batch).")
     assert dict(Job.objects.values_list("pk", "queue")) == {
         str(emails.pk): "emails",

@@ -187,9 +187,19 @@ def test_prune_jobs_options(settings):
     assert "failed: kept forever" in text and "--status failed deletes them" in text
     assert Job.objects.filter(status=JobStatus.FAILED).count() == 1
     assert "deleted 1 jobs" in call("--older-than", "1d", "--status", "failed")
-    for bad in (["--older-than", "soon"], ["--queue", "no spaces"], ["--batch-size", "0"]):
+    for bad in (["--older-than", "soon"], ["--queues", "no spaces"], ["--batch-size", "0"]):
         with pytest.raises(CommandError):
             call(*bad)
+
+
+def test_prune_jobs_takes_queues_as_the_other_commands_do():
+    for queue in ("emails", "reports", "default"):
+        make(JobStatus.SUCCESSFUL, 2, queue=queue)
+    assert "deleted 2 jobs" in call("--older-than", "1d", "--queues", "emails,reports")
+    assert list(Job.objects.values_list("queue", flat=True)) == ["default"]
+    make(JobStatus.SUCCESSFUL, 2, queue="emails")
+    assert "deleted 1 jobs" in call("--older-than", "1d", "--queue", "emails"), "the old spelling still works"
+    assert list(Job.objects.values_list("queue", flat=True)) == ["default"]
 
 
 def test_prune_jobs_draws_a_progress_bar_on_a_terminal():

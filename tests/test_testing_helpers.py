@@ -69,6 +69,14 @@ class RunJobsChecks:
         with pytest.raises(RuntimeError, match="ran 5 jobs and more are due"):
             run_jobs(max_jobs=5)
 
+    def test_raise_errors_raises_the_failure_once_it_is_stored(self):
+        failing = enqueue(jobs.always_fails, "kaput", max_attempts=1)
+        with pytest.raises(ValueError, match="kaput"):
+            run_jobs(raise_errors=True)
+        job = Job.objects.get(pk=failing.pk)
+        assert job.status == JobStatus.FAILED and job.last_error == "ValueError: kaput"
+        assert run_jobs(raise_errors=True) == []
+
     def test_capture_jobs_sees_every_way_of_enqueueing(self):
         with capture_jobs() as captured:
             one = enqueue(jobs.add, 1, 2)
@@ -97,3 +105,36 @@ def test_the_pytest_fixture_captures_and_runs(dbjobs):
     assert dbjobs.enqueued == [job]
     (ran,) = dbjobs.run()
     assert (ran.status, ran.return_value) == (JobStatus.SUCCESSFUL, 4)
+
+
+QUIET_SCRIPT = """
+import django
+django.setup()
+from django_dbjobs import enqueue
+from django_dbjobs.testing import run_jobs
+from tests import jobs
+enqueue(jobs.always_fails, "kaput")
+print(sorted(job.status for job in run_jobs(include_scheduled=True)))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_failures_are_not_printed_where_logging_is_not_configured():
+    """As in a project's own test run under Django's runner: no handler for our log lines."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DBJOBS_TEST_DATABASE_NAME": str(connection.settings_dict["NAME"]),
+        "PYTHONPATH": root,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", QUIET_SCRIPT], cwd=root, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['FAILED', 'READY', 'READY']"
+    assert done.stderr == "", "tracebacks reached the test output:\n" + done.stderr

@@ -18,7 +18,6 @@ from django.core import checks
 from django.utils.module_loading import import_string
 
 from .. import enqueuing, registry, rows, validation
-from ..conf import settings
 from ..exceptions import InvalidJob
 from ..models import Job
 from .compat import (
@@ -212,26 +211,6 @@ def _check_importable(task: Task) -> None:
             "Define tasks at module level with @task, under the function's own name."
         )
     _importable.add(task.func)
-    if not _discoverable(task.func.__module__):
-        logger.warning(
-            "Task %s is defined in %s, which workers do not import (not the tasks or jobs module of an "
-            "installed app, nor in DBJOBS_JOB_MODULES): they will hand its jobs back as unknown. List the "
-            "module in DBJOBS_JOB_MODULES.",
-            task.module_path,
-            task.func.__module__,
-        )
-
-
-def _discoverable(module: str) -> bool:
-    """Whether workers import `module` (registry.autodiscover()), or a package that may import it."""
-    if module in settings.JOB_MODULES:
-        return True
-    for app in apps.get_app_configs():
-        for name in registry.AUTODISCOVER_MODULES:
-            prefix = f"{app.name}.{name}"
-            if module == prefix or module.startswith(prefix + "."):
-                return True
-    return False
 
 
 def _positive_number(value) -> bool:

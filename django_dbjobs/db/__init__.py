@@ -13,7 +13,7 @@ from django.db import connections, models
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from ..exceptions import UnsupportedDatabase
+from ..exceptions import MissingMigrations, UnsupportedDatabase
 from .errors import ErrorKind, classify
 from .indexes import (
     FailedJobsIndex,
@@ -64,6 +64,16 @@ def pending_migrations(using: str = "default") -> list[str]:
         for migration, backwards in plan
         if not backwards and migration.name not in INDEX_ONLY_MIGRATIONS
     ]
+
+
+def require_migrated(using: str = "default") -> None:
+    """Raise MissingMigrations, saying to run migrate, if this database lacks migrations a worker needs."""
+    pending = pending_migrations(using)
+    if pending:
+        raise MissingMigrations(
+            f"The database {using!r} lacks django_dbjobs migrations ({', '.join(pending)}). "
+            "Run `python manage.py migrate`."
+        )
 
 
 def lock_or_skip(queryset):

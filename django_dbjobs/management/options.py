@@ -1,5 +1,6 @@
 """Option types and options the management commands share."""
 
+import argparse
 import re
 
 #: Units of a duration: 90s, 30m, 12h, 7d, 2w.
@@ -29,9 +30,21 @@ def duration(value: str) -> float:
     return float(match[1]) * DURATION_UNITS[match[2] or "s"]
 
 
-def add_queue_option(parser, help_text: str) -> None:
-    """``--queue NAME``, repeatable, into options["queues"]."""
-    parser.add_argument("--queue", action="append", default=[], dest="queues", metavar="NAME", help=help_text)
+def add_queues_option(parser, help_text: str) -> None:
+    """``--queues a,b`` into options["queues"]; read it with queue_names().
+
+    Repeatable, and ``--queue NAME`` (the old spelling of two commands) still works.
+    """
+    parser.add_argument("--queues", action="append", default=[], metavar="A,B", help=help_text)
+    parser.add_argument("--queue", action="append", dest="queues", help=argparse.SUPPRESS)
+
+
+def queue_names(given) -> list[str]:
+    """The queue names of ``--queues`` ('a,b', repeated, or call_command's string or list), in order, once."""
+    if isinstance(given, str):
+        given = [given]
+    names = (name.strip() for value in given or [] for name in value.split(","))
+    return list(dict.fromkeys(name for name in names if name))
 
 
 def add_database_option(parser) -> None:

@@ -1,7 +1,11 @@
 from django.core.management.base import BaseCommand, CommandError
+from django.db import router
 
+from django_dbjobs import db
 from django_dbjobs.exceptions import DbJobsError
-from django_dbjobs.management.options import add_queue_option, positive_int
+from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
+from django_dbjobs.management.tables import job_tables
+from django_dbjobs.models import Job
 from django_dbjobs.tasks_db_import import DEFAULT_BATCH_SIZE, SOURCE_TABLE, import_tasks_db
 
 
@@ -29,17 +33,20 @@ class Command(BaseCommand):
             default=SOURCE_TABLE,
             help=f"The django-tasks-db table to move from (default: {SOURCE_TABLE}).",
         )
-        add_queue_option(parser, "Only move tasks of this queue; repeat for more (default: every queue).")
+        add_queues_option(parser, "Comma-separated queues whose tasks to move (default: every queue).")
 
     def handle(self, *args, **options):
+        using = options["database"] or router.db_for_write(Job)
         try:
-            report = import_tasks_db(
-                table=options["table"],
-                queues=options["queues"],
-                batch_size=options["batch_size"],
-                using=options["database"],
-                commit=options["commit"],
-            )
+            db.require_migrated(using)  # before the source table is looked for
+            with job_tables(using):
+                report = import_tasks_db(
+                    table=options["table"],
+                    queues=queue_names(options["queues"]),
+                    batch_size=options["batch_size"],
+                    using=options["database"],
+                    commit=options["commit"],
+                )
         except DbJobsError as exc:
             raise CommandError(str(exc)) from exc
         for line in report.lines():

@@ -5,7 +5,14 @@ from django.db import DatabaseError, InterfaceError, router
 
 from django_dbjobs import validation
 from django_dbjobs.exceptions import DbJobsError
-from django_dbjobs.management.options import add_database_option, positive_int, seconds
+from django_dbjobs.management.options import (
+    add_database_option,
+    add_queues_option,
+    positive_int,
+    queue_names,
+    seconds,
+)
+from django_dbjobs.management.tables import job_tables
 from django_dbjobs.models import Job
 from django_dbjobs.status import judge, read_status, table
 
@@ -21,9 +28,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="Print the status as JSON.")
-        parser.add_argument(
-            "--queues", default="", help="Comma-separated queues to report and judge (default: every queue)."
-        )
+        add_queues_option(parser, "Comma-separated queues to report and judge (default: every queue).")
         parser.add_argument(
             "--fail-if-lag",
             type=seconds,
@@ -45,7 +50,7 @@ class Command(BaseCommand):
         add_database_option(parser)
 
     def handle(self, *args, **options):
-        queues = [q.strip() for q in options["queues"].split(",") if q.strip()]
+        queues = queue_names(options["queues"])
         try:
             for name in queues:
                 validation.queue_name(name)
@@ -53,7 +58,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         using = options["database"] or router.db_for_write(Job)
         try:
-            status = read_status(queues or None, using=using)
+            with job_tables(using):
+                status = read_status(queues or None, using=using)
         except (DatabaseError, InterfaceError) as exc:
             raise CommandError(
                 f"Cannot read the job tables of database {using!r}: {exc}", returncode=2
@@ -69,5 +75,5 @@ class Command(BaseCommand):
         else:
             for line in table(status):
                 self.stdout.write(line)
-        if problems:
+        if problems:  # said once, on stderr: the table does not repeat them
             raise CommandError("; ".join(problems), returncode=1)

@@ -5,7 +5,8 @@ from django.db import router
 
 from django_dbjobs import retention, validation
 from django_dbjobs.exceptions import DbJobsError
-from django_dbjobs.management.options import add_database_option, add_queue_option, duration
+from django_dbjobs.management.options import add_database_option, add_queues_option, duration, queue_names
+from django_dbjobs.management.tables import job_tables
 from django_dbjobs.models import Job, JobStatus
 
 
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             default="all",
             help="Which finished jobs to delete (default: all).",
         )
-        add_queue_option(parser, "Only this queue's jobs; repeat for more (default: every queue).")
+        add_queues_option(parser, "Comma-separated queues whose jobs to delete (default: every queue).")
         parser.add_argument(
             "--dry-run", action="store_true", help="Count what would be deleted; delete nothing."
         )
@@ -42,8 +43,9 @@ class Command(BaseCommand):
         add_database_option(parser)
 
     def handle(self, *args, **options):
+        queues = queue_names(options["queues"])
         try:
-            for name in options["queues"]:
+            for name in queues:
                 validation.queue_name(name)
         except DbJobsError as exc:
             raise CommandError(str(exc)) from exc
@@ -52,39 +54,44 @@ class Command(BaseCommand):
         statuses = [JobStatus.SUCCESSFUL, JobStatus.FAILED]
         if options["status"] != "all":
             statuses = [JobStatus(options["status"].upper())]
-        using, queues = options["database"] or router.db_for_write(Job), options["queues"] or None
-        for status in statuses:
-            label = status.label.lower()
-            older_than = options["older_than"]
-            kept_forever = retention.kept_for(status) is None
-            if kept_forever and (older_than is None or options["status"] == "all"):
-                # An age given for every status does not override "keep forever": name the status.
-                self.stdout.write(
-                    f"{label}: kept forever (DBJOBS_{retention.KEPT_BY[status]} is None); skipped"
-                    + (f" (--status {label} deletes them)." if older_than is not None else ".")
-                )
-                continue
-            if older_than is None:
-                older_than = retention.kept_for(status)
-            count = retention.old_jobs(status, older_than, queues, using).count()
-            age = f"older than {_age(older_than)}"
-            if options["dry_run"] or not count:
-                verb = "would delete" if options["dry_run"] else "deleted"
-                self.stdout.write(f"{label}: {verb} {count} jobs {age}.")
-                continue
-            started = time.monotonic()
-            bar = _Progress(self.stdout, label, count) if self.stdout.isatty() else None
-            deleted = retention.prune(
-                status,
-                older_than,
-                queues,
-                using,
-                options["batch_size"],
-                bar.update if bar else lambda n: None,
+        using = options["database"] or router.db_for_write(Job)
+        with job_tables(using):
+            for status in statuses:
+                self._prune(status, queues or None, using, options)
+
+    def _prune(self, status, queues, using, options):
+        """Delete (or count, with --dry-run) the old finished jobs of one status."""
+        label = status.label.lower()
+        older_than = options["older_than"]
+        kept_forever = retention.kept_for(status) is None
+        if kept_forever and (older_than is None or options["status"] == "all"):
+            # An age given for every status does not override "keep forever": name the status.
+            self.stdout.write(
+                f"{label}: kept forever (DBJOBS_{retention.KEPT_BY[status]} is None); skipped"
+                + (f" (--status {label} deletes them)." if older_than is not None else ".")
             )
-            if bar:
-                bar.close()
-            self.stdout.write(f"{label}: deleted {deleted} jobs {age} in {time.monotonic() - started:.1f}s.")
+            return
+        if older_than is None:
+            older_than = retention.kept_for(status)
+        count = retention.old_jobs(status, older_than, queues, using).count()
+        age = f"older than {_age(older_than)}"
+        if options["dry_run"] or not count:
+            verb = "would delete" if options["dry_run"] else "deleted"
+            self.stdout.write(f"{label}: {verb} {count} jobs {age}.")
+            return
+        started = time.monotonic()
+        bar = _Progress(self.stdout, label, count) if self.stdout.isatty() else None
+        deleted = retention.prune(
+            status,
+            older_than,
+            queues,
+            using,
+            options["batch_size"],
+            bar.update if bar else lambda n: None,
+        )
+        if bar:
+            bar.close()
+        self.stdout.write(f"{label}: deleted {deleted} jobs {age} in {time.monotonic() - started:.1f}s.")
 
 
 class _Progress:

@@ -4,9 +4,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from django_dbjobs import supervisor, validation
+from django_dbjobs import db, supervisor, validation
 from django_dbjobs.exceptions import DbJobsError
-from django_dbjobs.management.options import positive_int
+from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.progress import BurstProgress
 from django_dbjobs.worker import Worker
 
@@ -15,11 +15,7 @@ class Command(BaseCommand):
     help = "Run background jobs: claim due jobs and run them until stopped (SIGTERM/SIGINT)."
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--queues",
-            default="",
-            help="Comma-separated queues to take jobs from (default: every queue).",
-        )
+        add_queues_option(parser, "Comma-separated queues to take jobs from (default: every queue).")
         parser.add_argument(
             "--concurrency",
             type=positive_int,
@@ -70,7 +66,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         self._show_logs(options["verbosity"])
-        queues = [q.strip() for q in options["queues"].split(",") if q.strip()]
+        queues = options["queues"] = queue_names(options["queues"])
         try:
             for name in queues:
                 validation.queue(name)
@@ -128,9 +124,12 @@ class Command(BaseCommand):
 
         if not settings.SETTINGS_MODULE:
             raise CommandError("run_jobs --processes needs a settings module (DJANGO_SETTINGS_MODULE).")
+        db.require_migrated(options["database"])  # once here, not once per child and restart
         arguments = ["--verbosity", str(options["verbosity"]), "--database", options["database"]]
-        for option in ("queues", "concurrency", "max_jobs", "poll_interval", "shutdown_grace", "prefetch"):
-            if options[option] not in (None, ""):
+        if options["queues"]:
+            arguments += ["--queues", ",".join(options["queues"])]
+        for option in ("concurrency", "max_jobs", "poll_interval", "shutdown_grace", "prefetch"):
+            if options[option] is not None:
                 arguments += [f"--{option.replace('_', '-')}", str(options[option])]
         arguments += ["--burst"] * options["burst"] + ["--no-scheduler"] * options["no_scheduler"]
         status = supervisor.Supervisor(

@@ -1,0 +1,108 @@
+"""A job no worker would know is never silent: enqueue, the checks, the worker's log, status."""
+
+import io
+import json
+import logging
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from django_dbjobs import checks, discovery, enqueue, unknown_jobs
+from django_dbjobs.exceptions import UnimportedJobWarning
+from django_dbjobs.models import Job, JobStatus, WorkerProcess
+from django_dbjobs.worker import Worker
+from tests import job_elsewhere, jobs, reexported_job
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_warnings():
+    """Every test sees each job name for the first time (the warning is once per name)."""
+    discovery.forget()
+    unknown_jobs._explained.clear()
+    yield
+    discovery.forget()
+
+
+def test_enqueue_warns_once_per_job_defined_outside_the_modules_workers_import(caplog):
+    with caplog.at_level(logging.WARNING, logger="django_dbjobs"):
+        with pytest.warns(UnimportedJobWarning) as warned:
+            enqueue(job_elsewhere.stray, 1)
+            enqueue(job_elsewhere.stray, 2)
+    assert len(warned) == 1 and isinstance(warned[0].message, RuntimeWarning)
+    message = str(warned[0].message)
+    assert (
+        "tests.job_elsewhere.stray is defined in tests.job_elsewhere, which workers do not import" in message
+    )
+    assert "Workers import tests.jobs and tests.tasks." in message
+    assert "or add 'tests.job_elsewhere' to DBJOBS_JOB_MODULES" in message
+    assert warned[0].filename == __file__, "the warning points at the caller's enqueue()"
+    logged = [r.getMessage() for r in caplog.records if "workers do not import" in r.getMessage()]
+    assert logged == [message]
+    assert Job.objects.filter(name="tests.job_elsewhere.stray").count() == 2, (
+        "the jobs are stored all the same"
+    )
+
+
+@pytest.mark.filterwarnings("error::django_dbjobs.exceptions.UnimportedJobWarning")
+def test_jobs_workers_import_are_not_warned_about():
+    enqueue(jobs.add, 1, 2)  # the tests app's jobs module
+    enqueue(reexported_job.reexported, 1)  # defined elsewhere, imported by tests/jobs.py
+
+
+def test_dbjobs_job_modules_silences_the_warning(settings, recwarn):
+    settings.DBJOBS_JOB_MODULES = ["tests.job_elsewhere"]
+    enqueue(job_elsewhere.stray, 1)
+    assert not [w for w in recwarn if issubclass(w.category, UnimportedJobWarning)]
+
+
+def test_system_check_w004_names_each_job_workers_would_not_know():
+    import tests.job_elsewhere  # noqa: F401 - registered in this process, as a view's import would
+
+    found = {w.obj: w for w in checks.unimported_job_warnings()}
+    assert {"tests.job_elsewhere.stray", "tests.job_elsewhere.other_stray"} <= set(found)
+    assert "tests.reexported_job.reexported" not in found and "tests.jobs.add" not in found
+    warning = found["tests.job_elsewhere.stray"]
+    assert warning.id == "dbjobs.W004"
+    assert "DBJOBS_JOB_MODULES" in warning.hint and "tests.jobs and tests.tasks" in warning.hint
+
+
+def test_the_hand_back_names_the_worker_and_the_log_explains_once_per_name(caplog):
+    first = Job.objects.create(name="shop.helpers.send_receipt", args=[1])
+    second = Job.objects.create(name="shop.helpers.send_receipt", args=[2])
+    with caplog.at_level(logging.WARNING, logger="django_dbjobs"):
+        worker = Worker(burst=True)
+        worker.run()
+    hand_backs = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Job handed back")]
+    assert len(hand_backs) == 2
+    explained = [line for line in hand_backs if "DBJOBS_JOB_MODULES" in line]
+    assert len(explained) == 1, hand_backs
+    assert "Workers import tests.jobs and tests.tasks." in explained[0]
+    for job in (first, second):
+        job.refresh_from_db()
+        assert job.status == JobStatus.READY and job.attempts == 0
+        assert job.last_error.startswith(
+            f"UnknownJob: 'shop.helpers.send_receipt' is not a registered job in worker {worker.id}."
+        ), job.last_error
+        assert unknown_jobs.is_waiting(job)
+        assert unknown_jobs.dead_letter_at(job) > job.enqueued_at
+
+
+def test_dbjobs_status_reports_jobs_a_worker_did_not_know():
+    Job.objects.create(name="shop.helpers.send_receipt", args=[1])
+    Worker(burst=True).run()
+    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)
+    with pytest.raises(
+        CommandError, match="'shop.helpers.send_receipt' .* 1 ready jobs that a worker did not know"
+    ):
+        call_command("dbjobs_status", stdout=io.StringIO())
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("dbjobs_status", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert [(u["name"], u["queue"], u["ready"]) for u in report["unknown_jobs"]] == [
+        ("shop.helpers.send_receipt", "default", 1)
+    ]
+    assert report["healthy"] is False

@@ -13,13 +13,13 @@ Due times are found in the schedule's wall-clock time and then placed on the UTC
 from __future__ import annotations
 
 import datetime
-import re
 import zoneinfo
 from collections import deque
 from dataclasses import dataclass, field
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
+from . import cron_fields
 from .exceptions import InvalidSchedule
 
 UTC = datetime.timezone.utc
@@ -27,9 +27,6 @@ ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight",
 # Steps a search may take before giving up on an expression that (almost) never matches.
 _SEARCH_LIMIT = 100_000
 _SECOND = datetime.timedelta(seconds=1)
-# croniter's R draws a random value each time an expression is read: every worker, and
-# every due time, would pick another. Matches R on its own, not the r of "mar" or "apr".
-_RANDOM = re.compile(r"(?<![a-z])r(?![a-z])", re.IGNORECASE)
 
 
 def zone(name: str) -> zoneinfo.ZoneInfo:
@@ -70,18 +67,18 @@ class Cron:
             )
         else:
             hour = fields[-4]
-            if any(_RANDOM.search(part) for part in fields):
-                raise InvalidSchedule(
-                    f"The cron expression {expression!r} uses R (a random value), which each worker "
-                    "would draw differently; write the value."
-                )
+            problems = cron_fields.problems(expression)
+            if problems:
+                raise InvalidSchedule(" ".join(problems))
         object.__setattr__(self, "_tz", zone(self.timezone))
         object.__setattr__(self, "_seconds", len(fields) == 6)
         object.__setattr__(self, "_every_hour", hour in ("*", "*/1"))
         try:
             self._iterate(datetime.datetime(2000, 1, 1)).get_next(datetime.datetime)
-        except Exception as exc:  # noqa: BLE001 - croniter raises several kinds
-            raise InvalidSchedule(f"Invalid cron expression {expression!r}: {exc}.") from None
+        except CroniterBadDateError:
+            raise InvalidSchedule(cron_fields.never_matches(expression)) from None
+        except Exception:  # noqa: BLE001 - croniter raises several kinds
+            raise InvalidSchedule(f"The cron expression {expression!r} cannot be read.") from None
         # An expression that never matches (such as 30 February) is found here, not at run time.
         self.next_after(datetime.datetime(2000, 1, 1, tzinfo=UTC))
 
@@ -106,10 +103,10 @@ class Cron:
                 found = next((at for at in self._instants(wall) if at > after), None)
                 if found is not None:
                     break
-        except Exception as exc:  # noqa: BLE001 - croniter gives up on dates it cannot find
-            raise InvalidSchedule(f"The cron expression {self.expression!r} never matches: {exc}.") from None
+        except Exception:  # noqa: BLE001 - croniter gives up on dates it cannot find
+            raise InvalidSchedule(cron_fields.never_matches(self.expression)) from None
         if found is None:
-            raise InvalidSchedule(f"The cron expression {self.expression!r} never matches.")
+            raise InvalidSchedule(cron_fields.never_matches(self.expression))
         if self._every_hour:
             repeated = self._second_pass(after, found)
             if repeated is not None:

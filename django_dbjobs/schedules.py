@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from . import registry, validation
 from .conf import settings
-from .cron import Cron
+from .cron import Cron, zone
 from .exceptions import InvalidJob, InvalidSchedule
 from .models import DefinedIn, MissedRuns, Schedule
 from .models.schedule import DEFAULT_CATCH_UP_WINDOW, default_timezone
@@ -53,12 +53,10 @@ def definition_errors(definition: dict[str, Any]) -> dict[str, str]:
             return None
 
     zone_name, cron_text = definition.get("timezone") or "UTC", definition.get("cron")
-    check("timezone", lambda: _short_text(zone_name, "timezone", 64) and Cron("* * * * *", zone_name))
-    if "timezone" not in errors:
-        check(
-            "cron",
-            lambda: _short_text(cron_text, "cron", 120) and Cron(cron_text, zone_name),
-        )
+    check("timezone", lambda: _short_text(zone_name, "timezone", 64) and zone(zone_name))
+    # A bad timezone must not hide a bad expression: read it in UTC then, to report both.
+    cron_zone = "UTC" if "timezone" in errors else zone_name
+    check("cron", lambda: _short_text(cron_text, "cron", 120) and Cron(cron_text, cron_zone))
     job = check("job", lambda: _registered(definition.get("job")))
     due_argument = definition.get("due_time_argument") or ""
     kwargs = definition.get("kwargs", {})

@@ -77,6 +77,9 @@ def test_a_worker_refuses_to_start_with_invalid_settings_schedules(run_jobs):
     worker = run_jobs(env={"DBJOBS_TEST_SCHEDULES": json.dumps(schedules)})
     assert worker.wait() != 0
     assert "DBJOBS_SCHEDULES['broken']['cron']" in worker.output() and "dbjobs.E017" in worker.output()
+    assert "The minute field of the cron expression '61 * * * *' is 61; minutes run from 0 to 59." in (
+        worker.output()
+    )
     assert not Schedule.objects.exists()
 
 

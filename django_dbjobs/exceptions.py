@@ -17,8 +17,11 @@ class UnknownOption(InvalidJob, TypeError):
     """enqueue() was given an option it does not have (often a job argument outside kwargs=)."""
 
 
-class InvalidJobArguments(InvalidJob):
-    """The job's arguments would not survive a round trip through JSON."""
+class InvalidJobArguments(InvalidJob, TypeError):
+    """The job's arguments would not survive a round trip through JSON, or do not fit its signature.
+
+    A TypeError too, as Django's task backends raise for arguments that are not JSON data.
+    """
 
 
 class PayloadTooLarge(InvalidJobArguments):

@@ -16,7 +16,7 @@ from .context import running
 from .exceptions import MissingMigrations, UnknownJob
 from .models import Isolation, Job, JobStatus
 from .outage import Outage
-from .outcomes import error_record, unstorable_error
+from .outcomes import error_record, from_the_job, unstorable_error
 from .retry import RetryPolicy
 from .signals import job_failed, job_finished, job_started, send
 
@@ -108,12 +108,12 @@ def _run(
             result = validation.return_value(result, db.rejects_nul(job._state.db))
             validation.return_value_size(result)
         except Exception as exc:  # noqa: BLE001 - not JSON data, too large, or too deep to check
-            return _unstorable(job, worker, exc, outage)
+            return _unstorable(job, worker, from_the_job(exc), outage, by_database=False)
         if on_success is not None and not alone:
             on_success(job, result)
             return JobStatus.SUCCESSFUL
         return store_success(job, worker, result, outage)
-    return record_failure(job, worker, failure, registered, outage)
+    return record_failure(job, worker, from_the_job(failure), registered, outage)
 
 
 def record_failure(
@@ -151,30 +151,27 @@ def store_success(job: Job, worker: str, value: Any, outage: Outage) -> str | No
         _dropped(job, JobStatus.SUCCESSFUL)
         return None
     except Exception as exc:  # noqa: BLE001 - a value the database refuses (classified by _write)
-        return _unstorable(job, worker, exc, outage)
+        return _unstorable(job, worker, from_the_job(exc), outage, by_database=True)
 
 
-def _unstorable(job: Job, worker: str, exc: BaseException, outage: Outage) -> str | None:
-    error = unstorable_error(exc, job, worker)
-    logger.error(
-        "Job succeeded but its return value cannot be stored id=%s name=%s error=%s",
-        job.pk,
-        job.name,
-        error["summary"],
-    )
-    return _dead_letter(job, worker, error, outage, exc)
+def _unstorable(job: Job, worker: str, exc: BaseException, outage: Outage, by_database: bool) -> str | None:
+    return _dead_letter(job, worker, unstorable_error(exc, job, worker, by_database), outage, exc)
 
 
 def _dead_letter(job: Job, worker: str, error: dict, outage: Outage, exc: BaseException | None) -> str | None:
     status = _store(job, outage, lambda e: job.mark_failed(worker, e), error, JobStatus.FAILED, exc)
     if status is not None:
-        logger.error(
+        registered = registry.lookup(job.name)
+        # One log record per failed job: a Task's is Django's (task_finished, sent by _store()).
+        logged_elsewhere = registered is not None and registered.finished_logs_failure
+        logger.log(
+            logging.DEBUG if logged_elsewhere else logging.ERROR,
             "Job failed id=%s name=%s attempts=%s error=%s",
             job.pk,
             job.name,
             job.attempts,
             error["summary"],
-            exc_info=exc,
+            exc_info=None if logged_elsewhere else exc,
         )
         send(job_failed, job=job, error=job.errors[-1] if job.errors else error)
     return status

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
 MAX_SUMMARY_CHARS = 1000
 MAX_TRACEBACK_CHARS = 64_000
 
+#: Modules between the worker and a job's own code (an async job's event loop included).
+_RUNNER_MODULES = ("django_dbjobs.", "asgiref.", "asyncio.", "concurrent.futures.")
+
 
 def error_record(exc: BaseException, job: Job, worker: str, summary: str | None = None) -> dict:
     """The stored record of one failed attempt; text is made safe for any database.
@@ -37,15 +40,30 @@ def error_record(exc: BaseException, job: Job, worker: str, summary: str | None 
     }
 
 
-def unstorable_error(exc: BaseException, job: Job, worker: str) -> dict:
-    """The record of a run whose return value the database refused."""
+def unstorable_error(exc: BaseException, job: Job, worker: str, by_database: bool) -> dict:
+    """The record of a run whose return value the database refused, or the worker's checks did.
+
+    A value that is not JSON data is recorded as the TypeError it is, as Django's task
+    backends record it; anything else as an UnstorableResult saying who refused it.
+    """
+    if type(exc) is TypeError and not by_database:
+        return error_record(exc, job, worker)
     message = _safe(lambda: str(exc), type(exc).__name__)
-    return error_record(
-        exc,
-        job,
-        worker,
-        summary=f"UnstorableResult: the job ran, but the database refused its return value: {message}",
-    )
+    reason = "the database refused its return value" if by_database else "its return value cannot be stored"
+    return error_record(exc, job, worker, summary=f"UnstorableResult: the job ran, but {reason}: {message}")
+
+
+def from_the_job(exc: BaseException) -> BaseException:
+    """Cut the worker's frames from the top of `exc`'s traceback, so that it starts in the job's code.
+
+    Logged and stored, a job's traceback then reads as it would had the job been called
+    directly; a failure raised before the job's code ran (its arguments did not fit) keeps
+    no frame at all.
+    """
+    frames = exc.__traceback__
+    while frames is not None and frames.tb_frame.f_globals.get("__name__", "").startswith(_RUNNER_MODULES):
+        frames = frames.tb_next
+    return exc.with_traceback(frames)
 
 
 def clean_text(text: str) -> str:

@@ -45,6 +45,10 @@ class JobOptions:
 class JobFunction:
     """A registered job: call it to run it now, or `.enqueue(...)` to run it later."""
 
+    #: Whether finished() has a dead-lettered attempt logged with its traceback (a Task's,
+    #: by Django's task_finished receiver), so that the worker does not log it a second time.
+    finished_logs_failure = False
+
     def __init__(self, func: Callable, name: str, options: JobOptions):
         self.func = func
         self.name = name

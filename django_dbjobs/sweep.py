@@ -146,7 +146,10 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
         )
     elif job.status == JobStatus.FAILED:
         result.failed += 1
-        logger.error(
+        registered = registry.lookup(job.name)
+        # One log record per failed job: a Task's is Django's (task_finished, below).
+        logger.log(
+            logging.DEBUG if registered is not None and registered.finished_logs_failure else logging.ERROR,
             "Job failed: its worker was lost on every attempt id=%s name=%s attempts=%s worker=%s",
             job.pk,
             job.name,
@@ -155,9 +158,9 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
         )
         with enqueuer_context.restoring_safely(job.context):
             send(job_failed, job=job, error=job.errors[-1])
-            registered = registry.lookup(job.name)
             if registered is not None:  # a Task's task_finished
-                registered.finished(job, JobStatus.FAILED, WorkerLost(job.errors[-1]["summary"]))
+                summary = job.errors[-1]["summary"].removeprefix("WorkerLost: ")
+                registered.finished(job, JobStatus.FAILED, WorkerLost(summary))
     else:
         result.requeued += 1
         logger.warning(

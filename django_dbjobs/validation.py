@@ -23,8 +23,8 @@ def json_value(value: Any, where: str, reject_nul: bool, clean: bool = False) ->
     Raises InvalidJobArguments naming the place (`where`) of the first value that
     would not come back the same from JSON: NaN and infinities, non-string keys,
     objects JSON has no type for, lone surrogates (no database stores them), and
-    U+0000 where the database cannot store it. With `clean`, such characters are
-    replaced with U+FFFD instead (return values: the job has already run).
+    U+0000 where the database cannot store it. With `clean` (a return value: the job has
+    already run), such characters are replaced with U+FFFD instead.
     """
     if value is None or isinstance(value, bool | int):
         return value
@@ -47,15 +47,23 @@ def json_value(value: Any, where: str, reject_nul: bool, clean: bool = False) ->
                 item, f"{where}[{short(key)}]", reject_nul, clean
             )
         return result
-    raise InvalidJobArguments(
-        f"{where} is {article(type(value).__name__)}, which is not JSON data. Pass ids, strings "
-        "and numbers, and load objects inside the job."
+    advice = (
+        "Return ids, strings, numbers, lists and dicts."
+        if clean
+        else "Pass ids, strings and numbers, and load objects inside the job."
     )
+    raise InvalidJobArguments(f"{where} is {article(type(value).__name__)}, which is not JSON data. {advice}")
 
 
 def return_value(value: Any, reject_nul: bool) -> Any:
-    """A job's return value as JSON data the database can store; odd characters replaced."""
-    return json_value(value, "The return value", reject_nul, clean=True)
+    """A job's return value as JSON data the database can store; odd characters replaced.
+
+    Raises TypeError, the error Django's task backends record, for a value that is not JSON data.
+    """
+    try:
+        return json_value(value, "its return value", reject_nul, clean=True)
+    except InvalidJobArguments as exc:
+        raise TypeError(f"The job ran, but {exc}") from None
 
 
 def return_value_size(value: Any) -> None:

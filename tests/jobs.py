@@ -103,7 +103,8 @@ def unstorable_value():
     """A value this database refuses, once past the worker's own cleaning of return values.
 
     MariaDB refuses JSON nested 32 deep of its own accord; PostgreSQL refuses a lone
-    surrogate and SQLite an object JSON cannot write.
+    surrogate. SQLite refuses neither: there it is an object JSON cannot write (which the
+    worker's size check refuses in a worker, and Django's JSONField in a direct write).
     """
     from django.db import connection
 

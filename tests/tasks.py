@@ -14,10 +14,10 @@ from django_dbjobs import current_job
 from tests import context_hooks
 
 try:
-    from django.tasks import task
+    from django.tasks import TaskContext, task
 except ImportError:
     try:
-        from django_tasks import task
+        from django_tasks import TaskContext, task
     except ImportError:
         task = None
 
@@ -115,3 +115,45 @@ if task is not None:
         EXTRA_ARGUMENTS = True
     except TypeError:
         EXTRA_ARGUMENTS = False
+
+    # What Django's own tests/tasks run against a backend (test_django_tasks_contract.py).
+
+    @task
+    def takes_anything(*args, **kwargs):
+        return None
+
+    @task
+    async def takes_anything_async(*args, **kwargs):
+        return None
+
+    @task
+    def answer():
+        return 42
+
+    @task
+    def raises_value_error():
+        raise ValueError("the task raised ValueError")
+
+    @task
+    def raises_system_exit():
+        raise SystemExit("the task raised SystemExit")
+
+    @task
+    def raises_keyboard_interrupt():
+        raise KeyboardInterrupt("the task raised KeyboardInterrupt")
+
+    @task
+    def raises_an_exception_holding_one():
+        raise ValueError(ValueError("the inner error"))
+
+    @task
+    def returns_a_function():
+        return lambda: None  # neither JSON data nor picklable
+
+    @task(takes_context=True)
+    def returns_its_id(context):
+        return context.task_result.id
+
+    @task(takes_context=True)
+    def checks_its_context(context, attempt):
+        assert isinstance(context, TaskContext) and context.attempt == attempt

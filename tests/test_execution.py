@@ -1,4 +1,7 @@
+import logging
+import os
 import threading
+import traceback
 
 import pytest
 from django.db import transaction
@@ -193,6 +196,32 @@ def test_failed_attempts_are_logged_with_their_traceback(caplog):
     execution.run(claim_one(), "w1")
     (record,) = [r for r in caplog.records if r.getMessage().startswith("Job will retry")]
     assert record.exc_info and record.exc_info[0] is ValueError
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dead_lettered_job_is_logged_once_with_the_traceback_of_its_own_code(caplog):
+    enqueue(jobs.always_fails, "kaput", max_attempts=1)
+    assert execution.run(claim_one(), "w1") == JobStatus.FAILED
+    (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert record.name == "django_dbjobs" and record.getMessage().startswith("Job failed")
+    assert [frame.name for frame in traceback.extract_tb(record.exc_info[2])] == ["always_fails"]
+    stored = Job.objects.get().errors[0]["traceback"]
+    assert stored.endswith("ValueError: kaput\n") and "django_dbjobs" + os.sep not in stored, stored
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_return_value_that_is_not_json_is_a_type_error_logged_once(caplog):
+    enqueue(jobs.returns_unserialisable)
+    assert execution.run(claim_one(), "w1") == JobStatus.FAILED
+    job = Job.objects.get()
+    assert (job.errors[0]["exception_class_path"], job.attempts) == ("builtins.TypeError", 1)
+    assert job.last_error == (
+        "TypeError: The job ran, but its return value is an object, which is not JSON data. "
+        "Return ids, strings, numbers, lists and dicts."
+    )
+    assert job.errors[0]["traceback"] == job.last_error + "\n", "no frame of the worker's checks"
+    (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert record.getMessage().startswith("Job failed") and record.exc_info[0] is TypeError
 
 
 @pytest.mark.django_db(transaction=True)

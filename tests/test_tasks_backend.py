@@ -1,6 +1,7 @@
 """Django's Tasks framework on DatabaseBackend, through real workers, on every database."""
 
 import datetime
+import logging
 import sys
 
 import pytest
@@ -8,8 +9,9 @@ from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
-from django_dbjobs.exceptions import InvalidJobArguments
+from django_dbjobs.exceptions import InvalidJobArguments, WorkerLost
 from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.sweep import sweep
 from django_dbjobs.worker import Worker
 from tests import jobs
 
@@ -202,6 +204,23 @@ def test_djangos_logging_receiver_gets_the_traceback(caplog):
     if not records:  # the django-tasks backport logs under its own name
         records = [r for r in caplog.records if "state=FAILED" in r.getMessage()]
     assert records and records[0].exc_info and records[0].exc_info[0] is ValueError
+
+
+def test_a_task_whose_worker_was_lost_on_its_last_attempt_is_logged_once(caplog):
+    from tests.test_sweep import claim, claim_alone
+
+    result = tasks.add.enqueue(1, 2)
+    Job.objects.filter(pk=result.id).update(max_attempts=1)
+    claim("dead-0")
+    sweep("sweeper", timeout=30)  # not charged: nobody knows the task had started
+    claim_alone("dead-1")
+    with caplog.at_level("DEBUG", logger="django_dbjobs"):
+        sweep("sweeper", timeout=30)
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "state=FAILED" in record.getMessage() and record.exc_info[0] is WorkerLost
+    assert str(record.exc_info[1]).startswith("worker dead-1 stopped heartbeating"), record.exc_info[1]
 
 
 def test_results_of_other_tasks_and_unknown_ids_are_refused():
@@ -415,3 +434,15 @@ def test_async_enqueue_and_get_result():
 
     result, fetched = async_to_sync(from_async_code)()
     assert fetched.id == result.id and fetched.status == TaskResultStatus.READY and fetched.args == [4, 5]
+
+
+def test_run_jobs_prints_a_failed_tasks_traceback_once(run_jobs):
+    """Django's default LOGGING prints its task logger only with DEBUG on: the worker prints it."""
+    result = tasks.always_fails.enqueue("kaput")
+    Job.objects.filter(pk=result.id).update(max_attempts=1)
+    worker = run_jobs("--burst")
+    assert worker.wait() == 0
+    output = worker.output()
+    assert output.count("Traceback (most recent call last)") == 1, output
+    assert output.count("ValueError: kaput") == 1, output
+    assert f"id={result.id}" in output and "FAILED" in output, output

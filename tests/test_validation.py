@@ -41,6 +41,21 @@ def test_json_value_names_the_first_bad_place(value, where):
     assert str(raised.value).startswith(where)
 
 
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ({"sent": {1, 2}}, "its return value['sent'] is a set, which is not JSON data. Return ids,"),
+        ([1, math.nan], "its return value[1] is nan, which JSON cannot represent."),
+        ({1: "a"}, "its return value has the key 1; JSON object keys must be strings."),
+    ],
+)
+def test_a_return_value_that_is_not_json_raises_a_plain_type_error(value, message):
+    with pytest.raises(TypeError) as raised:
+        validation.return_value(value, reject_nul=True)
+    assert type(raised.value) is TypeError, "recorded as Django's task backends record it"
+    assert str(raised.value).startswith(f"The job ran, but {message}")
+
+
 def test_nul_is_allowed_where_the_database_stores_it():
     assert validation.json_value("a\x00", "x", reject_nul=False) == "a\x00"
 

@@ -39,6 +39,8 @@ class DatabaseTask(Task):
 class TaskJob(JobFunction):
     """A registered job that runs a Task: its context, its signals, its async function."""
 
+    finished_logs_failure = True  # Django's receiver of task_finished logs it, as for its own backends
+
     def __init__(self, task: Task, backend: DatabaseBackend):
         max_attempts = getattr(task, "max_attempts", None) or backend.options.get("max_attempts")
         backoff = getattr(task, "backoff", None)
@@ -75,7 +77,14 @@ class TaskJob(JobFunction):
         if failure is None:
             send(task_finished, sender=type(self.backend), task_result=result)
             return
-        try:  # inside an exception handler, as Django's backends send it: logging gets the traceback
+        # Sent inside an exception handler, as Django's backends send it: its logging receiver
+        # reads the traceback from sys.exc_info().
+        traceback, context = failure.__traceback__, failure.__context__
+        try:
             raise failure
         except BaseException:  # noqa: BLE001
+            # The raise put this frame on top of the job's traceback (and may have chained an
+            # exception being handled); put back what the job raised. sys.exc_info() reads the
+            # exception's own traceback (Python 3.11+).
+            failure.__traceback__, failure.__context__ = traceback, context
             send(task_finished, sender=type(self.backend), task_result=result)

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from django_dbjobs import db, supervisor, validation
 from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.progress import BurstProgress
 from django_dbjobs.worker import Worker
@@ -65,7 +66,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def handle(self, *args, **options):
-        self._show_logs(options["verbosity"])
+        logs.show(self.stderr._out, options["verbosity"])
         queues = options["queues"] = queue_names(options["queues"])
         try:
             for name in queues:
@@ -140,13 +141,3 @@ class Command(BaseCommand):
         ).run()
         if status:
             raise CommandError("A worker process exited with an error; see the log above.", returncode=1)
-
-    def _show_logs(self, verbosity: int) -> None:
-        """Print the worker's log lines unless the project configured the logger."""
-        logger = logging.getLogger("django_dbjobs")
-        if logger.handlers:
-            return
-        handler = logging.StreamHandler(self.stderr._out)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel({0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG))

@@ -10,6 +10,7 @@ from django.utils.module_loading import import_string
 
 from . import db, retention, validation
 from .conf import DEFAULTS, settings
+from .db import migration_history
 from .models.job import MAX_PRIORITY, MIN_PRIORITY
 
 # (setting, test, message, hint, id); ids are never reused.
@@ -366,4 +367,23 @@ def check_databases(app_configs=None, databases=None, **kwargs):
                     id="dbjobs.E011",
                 )
             )
+        errors.extend(migration_history_errors(alias))
     return errors
+
+
+def migration_history_errors(alias: str) -> list[checks.Error]:
+    """A database that applied only some of the development releases' migrations."""
+    missing = migration_history.missing_replaced_migrations(alias)
+    if not missing:
+        return []
+    names = missing[0] if len(missing) == 1 else f"{missing[0]} to {missing[-1]}"
+    return [
+        checks.Error(
+            f"Database {alias!r} lacks django_dbjobs migrations {names} of a development release, "
+            "which this version cannot apply: one initial migration replaces them all.",
+            hint="Install the django-dbjobs version you upgraded from, run `python manage.py migrate "
+            "django_dbjobs`, then upgrade again (docs: Installation, 'Upgrading from a development "
+            "release').",
+            id="dbjobs.E030",
+        )
+    ]

@@ -1,5 +1,30 @@
+"""The initial migration: it agrees with the models, makes what the nine migrations of the
+development releases made, and finds a database they made complete (or refuses one they
+left half done).
+
+The old migrations are a fixture (tests/old_migrations, through ``MIGRATION_MODULES``).
+A test that uses them unapplies the initial migration from the test database, applies
+the old ones, and leaves the tables made by the initial migration again after it.
+"""
+
+import re
+
 import pytest
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.db import connection
+from django.db.migrations import Migration
+from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
+from django.test.utils import override_settings
+
+from django_dbjobs import db, enqueue
+from django_dbjobs.db import migration_history
+from django_dbjobs.models import Job, JobStatus
+from tests import jobs
+
+APP = "django_dbjobs"
+OLD_MIGRATIONS = {APP: "tests.old_migrations"}
 
 
 @pytest.mark.django_db
@@ -10,10 +35,6 @@ def test_models_and_migrations_agree():
 
 @pytest.mark.django_db
 def test_claim_index_matches_the_claim_order():
-    from django.db import connection
-
-    from django_dbjobs.models import Job
-
     with connection.cursor() as cursor:
         constraints = connection.introspection.get_constraints(cursor, Job._meta.db_table)
     columns = constraints["dbjobs_job_claim_idx"]["columns"]
@@ -21,3 +42,147 @@ def test_claim_index_matches_the_claim_order():
         assert columns == ["priority", "run_at", "id"]  # partial: WHERE status = 'READY'
     else:
         assert columns == ["status", "priority", "run_at", "id"]
+
+
+def migrate_app(target: str | None, *, old: bool = False) -> None:
+    """Migrate django_dbjobs to `target` (None: unapply it all), by the old migrations or the new."""
+    with override_settings(MIGRATION_MODULES=OLD_MIGRATIONS if old else {}):
+        MigrationExecutor(connection).migrate([(APP, target)])
+
+
+@pytest.fixture
+def old_migrations(transactional_db):
+    """Call it to remake the app's tables with the old migrations, up to the one named."""
+    connection.close()  # a fresh session: nothing prepared against the tables dropped here
+    migrate_app(None)
+
+    def make(upto: str = "0009_leaner_job_indexes") -> None:
+        migrate_app(upto, old=True)
+
+    try:
+        yield make
+    finally:
+        migrate_app(None, old=True)
+        migrate_app("0001_initial")
+        connection.close()
+
+
+def test_a_fresh_database_gets_the_schema_the_old_migrations_made(old_migrations):
+    migrate_app("0001_initial")
+    fresh = schema()
+    migrate_app(None)
+    old_migrations()
+    made_by_old = schema()
+    assert fresh.keys() == made_by_old.keys()
+    for part in fresh:  # one part at a time, for a readable difference
+        assert fresh[part] == made_by_old[part], part
+    job_indexes = fresh["django_dbjobs_job"]["constraints"]
+    assert {"dbjobs_job_claim_idx", "dbjobs_job_running_idx"} <= job_indexes.keys()
+    assert "dbjobs_job_worker_idx" not in job_indexes  # dropped by 0009, never made now
+    if connection.vendor == "postgresql":
+        assert len(fresh["triggers"]) == 3 and not [name for name in job_indexes if name.endswith("_like")]
+
+
+def test_a_database_the_old_migrations_made_needs_no_migration_and_runs_jobs(old_migrations, run_jobs):
+    old_migrations()
+    executor = MigrationExecutor(connection)
+    assert executor.migration_plan([(APP, "0001_initial")]) == []
+    assert db.pending_migrations() == []
+    call_command("migrate", APP, skip_checks=False, verbosity=0)  # its checks pass, nothing to apply
+    job = enqueue(jobs.add, 2, 3)
+    worker = run_jobs("--burst")
+    assert worker.wait() == 0, worker.output()
+    job.refresh_from_db()
+    assert (job.status, job.return_value) == (JobStatus.SUCCESSFUL, 5)
+
+
+@pytest.mark.parametrize("applied", ["0001_initial", "0006_queues_dead_letters"])
+def test_a_database_with_only_some_old_migrations_is_refused_with_what_to_do(old_migrations, applied):
+    old_migrations(applied)
+    before = schema()
+    missing = migration_history.missing_replaced_migrations()
+    assert missing[0] == ("0002_unique_keys" if applied == "0001_initial" else "0007_admin_indexes")
+    assert missing[-1] == "0009_leaner_job_indexes"
+    with pytest.raises(SystemCheckError, match=r"dbjobs\.E030") as refused:
+        call_command("migrate", APP, skip_checks=False, verbosity=0)
+    assert "Install the django-dbjobs version you upgraded from" in str(refused.value)
+    assert schema() == before
+    # run_jobs stops with "Run `python manage.py migrate`", which then says the above.
+    assert db.pending_migrations() == [f"{APP}.{name}" for name in missing]
+
+
+def test_a_project_migration_that_depends_on_an_old_migration_follows_the_initial_one():
+    """Such as one adding a foreign key to Schedule, made against 0005_schedules."""
+
+    class WithProjectMigration(MigrationLoader):
+        def load_disk(self):
+            super().load_disk()
+            project = Migration("0001_initial", "tests")
+            project.dependencies = [(APP, "0005_schedules")]
+            self.disk_migrations["tests", "0001_initial"] = project
+
+    graph = WithProjectMigration(None).graph
+    assert graph.node_map["tests", "0001_initial"].parents == {graph.node_map[APP, "0001_initial"]}
+
+
+def schema() -> dict:
+    """The app's tables as the database describes them: columns in order, indexes and
+    constraints (with their conditions where the database keeps them), and triggers."""
+    with connection.cursor() as cursor:
+        introspection = connection.introspection
+        tables = sorted(name for name in introspection.table_names(cursor) if name.startswith(f"{APP}_"))
+        found = {"tables": tables}
+        for table in tables:
+            found[table] = {
+                "columns": [tuple(column) for column in introspection.get_table_description(cursor, table)],
+                "constraints": introspection.get_constraints(cursor, table),
+            }
+        found.update(DEFINITIONS[connection.vendor](cursor, tables))
+    return found
+
+
+def sqlite_definitions(cursor, tables):
+    placeholders = ", ".join(["%s"] * len(tables))
+    cursor.execute(
+        f"SELECT type, name, sql FROM sqlite_master WHERE tbl_name IN ({placeholders}) ORDER BY name", tables
+    )
+    return {"definitions": cursor.fetchall()}
+
+
+def mysql_definitions(cursor, tables):
+    definitions = []
+    for table in tables:
+        cursor.execute(f"SHOW CREATE TABLE {connection.ops.quote_name(table)}")
+        definitions.append(re.sub(r" AUTO_INCREMENT=\d+", "", cursor.fetchone()[1]))  # a counter, not schema
+    return {"definitions": definitions}
+
+
+def postgresql_definitions(cursor, tables):
+    cursor.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ANY(%s) ORDER BY indexname", [tables]
+    )
+    indexes = cursor.fetchall()
+    cursor.execute(
+        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE conrelid::regclass::text = ANY(%s) ORDER BY conname",
+        [tables],
+    )
+    constraints = cursor.fetchall()
+    cursor.execute(
+        "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger"
+        " WHERE NOT tgisinternal AND tgrelid::regclass::text = ANY(%s) ORDER BY tgname",
+        [tables],
+    )
+    triggers = cursor.fetchall()
+    cursor.execute(
+        "SELECT proname, pg_get_functiondef(oid) FROM pg_proc WHERE proname LIKE %s ORDER BY 1", ["dbjobs%"]
+    )
+    return {
+        "indexes": indexes,
+        "constraints": constraints,
+        "triggers": triggers,
+        "functions": cursor.fetchall(),
+    }
+
+
+DEFINITIONS = {"sqlite": sqlite_definitions, "mysql": mysql_definitions, "postgresql": postgresql_definitions}

@@ -1,4 +1,10 @@
-"""Migration 0007's indexes: built without blocking writes, and a re-run after a failure works."""
+"""Index changes made while jobs go on (db/online_index.py): built and dropped without blocking
+writes, and a re-run after a failure works.
+
+Tried on migrations 0007 and 0009 of the development releases, which made them (the
+fixture tests/old_migrations): the test database has their schema, made by the initial
+migration that replaces them, and records them as applied.
+"""
 
 import io
 
@@ -6,14 +12,12 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.recorder import MigrationRecorder
 
 from django_dbjobs import db
 from django_dbjobs.db.online_index import (
-    INDEX_ONLY_MIGRATIONS,
-    AddIndexOnline,
-    DropIdPatternIndex,
-    RemoveIndexOnline,
     _index_state,
+    is_index_only,
 )
 from django_dbjobs.models import Job
 
@@ -21,6 +25,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 MIGRATION = ("django_dbjobs", "0007_admin_indexes")
 TABLE = Job._meta.db_table
+
+
+@pytest.fixture
+def old_migrations(settings):
+    settings.MIGRATION_MODULES = {"django_dbjobs": "tests.old_migrations"}
 
 
 def states():
@@ -35,16 +44,25 @@ def operations():
     return loader.get_migration(*MIGRATION).operations
 
 
-def test_index_only_migrations_hold_nothing_but_online_indexes():
+@pytest.mark.usefixtures("old_migrations")
+def test_a_worker_starts_before_an_index_only_migration_is_applied_but_not_before_others():
     loader = MigrationExecutor(connection).loader
-    for name in INDEX_ONLY_MIGRATIONS:
-        migration = loader.get_migration("django_dbjobs", name)
-        assert migration.atomic is False
-        kinds = (AddIndexOnline, RemoveIndexOnline, DropIdPatternIndex)
-        assert migration.operations and all(isinstance(op, kinds) for op in migration.operations)
-    assert not {f"django_dbjobs.{name}" for name in INDEX_ONLY_MIGRATIONS} & set(db.pending_migrations())
+    assert is_index_only(loader.get_migration("django_dbjobs", "0009_leaner_job_indexes"))
+    assert not is_index_only(loader.get_migration("django_dbjobs", "0008_enqueuer_context"))
+    assert not is_index_only(loader.get_migration("django_dbjobs", "0001_initial"))
+    recorder = MigrationRecorder(connection)
+    assert db.pending_migrations() == []
+    recorder.record_unapplied("django_dbjobs", "0009_leaner_job_indexes")
+    try:
+        assert db.pending_migrations() == [], "an index-only migration does not hold workers back"
+        recorder.record_unapplied("django_dbjobs", "0008_enqueuer_context")
+        assert db.pending_migrations() == ["django_dbjobs.0008_enqueuer_context"]
+    finally:
+        recorder.record_applied("django_dbjobs", "0008_enqueuer_context")
+        recorder.record_applied("django_dbjobs", "0009_leaner_job_indexes")
 
 
+@pytest.mark.usefixtures("old_migrations")
 def test_a_rerun_keeps_existing_indexes_and_builds_missing_ones():
     before, after = states()
     first = operations()[0]
@@ -58,6 +76,7 @@ def test_a_rerun_keeps_existing_indexes_and_builds_missing_ones():
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="CREATE INDEX CONCURRENTLY is PostgreSQL's")
+@pytest.mark.usefixtures("old_migrations")
 def test_postgresql_builds_concurrently_and_replaces_an_interrupted_build():
     out = io.StringIO()
     call_command("sqlmigrate", *MIGRATION, stdout=out)
@@ -105,6 +124,7 @@ def test_the_job_table_has_the_running_jobs_index_and_no_like_index():
     assert_lean_indexes()
 
 
+@pytest.mark.usefixtures("old_migrations")
 def test_0009_goes_back_to_the_old_indexes_and_forward_again_twice():
     executor = MigrationExecutor(connection)
     try:
@@ -135,6 +155,7 @@ def test_0009_goes_back_to_the_old_indexes_and_forward_again_twice():
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="CONCURRENTLY is PostgreSQL's")
+@pytest.mark.usefixtures("old_migrations")
 def test_postgresql_changes_the_indexes_of_0009_concurrently():
     out = io.StringIO()
     call_command("sqlmigrate", *LEAN, stdout=out)
@@ -142,6 +163,15 @@ def test_postgresql_changes_the_indexes_of_0009_concurrently():
     assert sql.count("CREATE INDEX CONCURRENTLY") == 1
     assert sql.count("DROP INDEX CONCURRENTLY IF EXISTS") == 2
     assert '"django_dbjobs_job_id_' in sql and '_like"' in sql
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="only PostgreSQL adds a LIKE index")
+def test_postgresql_the_initial_migration_never_builds_the_like_index_of_the_id():
+    out = io.StringIO()
+    call_command("sqlmigrate", "django_dbjobs", "0001_initial", stdout=out)
+    sql = out.getvalue()
+    assert '"django_dbjobs_job_id_' not in sql
+    assert '"django_dbjobs_schedule_name_' in sql and "varchar_pattern_ops" in sql  # others kept, as before
 
 
 def test_a_workers_running_jobs_are_found_on_the_running_index():

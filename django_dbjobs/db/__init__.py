@@ -51,18 +51,25 @@ def pending_migrations(using: str = "default") -> list[str]:
     """The django_dbjobs migrations a worker needs that are not yet applied to this database.
 
     Index-only migrations are left out (see online_index.py): a worker runs without them.
+    A database that applied only some of the migrations the initial one replaces lacks
+    the rest (see migration_history.py), which Django's plan does not show.
     """
     from django.db.migrations.executor import MigrationExecutor
 
+    from .migration_history import APP_LABEL, missing_replaced_migrations
+
+    missing = missing_replaced_migrations(using)
+    if missing:
+        return [f"{APP_LABEL}.{name}" for name in missing]
     executor = MigrationExecutor(connections[using])
     targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_dbjobs"]
     plan = executor.migration_plan(targets)
-    from .online_index import INDEX_ONLY_MIGRATIONS
+    from .online_index import is_index_only
 
     return [
         f"{migration.app_label}.{migration.name}"
         for migration, backwards in plan
-        if not backwards and migration.name not in INDEX_ONLY_MIGRATIONS
+        if not backwards and not is_index_only(migration)
     ]
 
 

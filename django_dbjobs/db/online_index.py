@@ -2,11 +2,7 @@
 RemoveIndexOnline and DropIdPatternIndex."""
 
 from django.db import migrations
-
-#: Migrations that only add or drop indexes: a worker of the new release may start before
-#: they are applied (its queries are right with either set, only slower), so a long
-#: index build never keeps workers from starting.
-INDEX_ONLY_MIGRATIONS = frozenset({"0007_admin_indexes", "0009_leaner_job_indexes"})
+from django.db.backends.ddl_references import Statement
 
 
 class AddIndexOnline(migrations.AddIndex):
@@ -83,8 +79,9 @@ class DropIdPatternIndex(migrations.operations.base.Operation):
 
     Django makes it for ``LIKE 'abc%'`` on the id; nothing here asks that (the admin
     finds a job by its exact id, through the primary key), yet every INSERT, claim and
-    completion wrote an entry in it. Other databases have no such index. No
-    model state changes: Django does not track the index.
+    completion wrote an entry in it. Right after the table is created, in the same
+    migration (the initial one), the index is never built. Other databases have no such
+    index. No model state changes: Django does not track the index.
     """
 
     reduces_to_sql = True
@@ -101,7 +98,7 @@ class DropIdPatternIndex(migrations.operations.base.Operation):
         pass
 
     def describe(self):
-        return f"Drop the LIKE index of {self.model_name}.{self.field} (PostgreSQL)"
+        return f"Drop (or never build) the LIKE index of {self.model_name}.{self.field} (PostgreSQL)"
 
     def _target(self, app_label, schema_editor, state):
         model = state.apps.get_model(app_label, self.model_name)
@@ -115,9 +112,20 @@ class DropIdPatternIndex(migrations.operations.base.Operation):
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
         target = self._target(app_label, schema_editor, from_state)
-        if target is not None:
-            _table, _column, name, online = target
-            quote = schema_editor.quote_name
+        if target is None:
+            return
+        table, _column, name, online = target
+        quote = schema_editor.quote_name
+        # A table created by the same migration gets its indexes when the migration ends:
+        # the index is then never built, rather than built and dropped.
+        pending = [
+            statement
+            for statement in schema_editor.deferred_sql
+            if isinstance(statement, Statement) and statement.references_index(table, quote(name))
+        ]
+        for statement in pending:
+            schema_editor.deferred_sql.remove(statement)
+        if not pending:
             schema_editor.execute(f"DROP INDEX {'CONCURRENTLY ' if online else ''}IF EXISTS {quote(name)}")
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):
@@ -149,3 +157,14 @@ def _index_state(connection, table: str, name: str) -> str | None:
             return None if row is None else ("valid" if row[0] else "invalid")
         constraints = connection.introspection.get_constraints(cursor, table)
     return "valid" if name in constraints else None
+
+
+def is_index_only(migration: migrations.Migration) -> bool:
+    """Whether `migration` only adds or drops indexes with the operations above.
+
+    A worker of the new release may start before such a migration is applied (its
+    queries are right with either set of indexes, only slower), so a long index build
+    never keeps workers from starting (db.pending_migrations()).
+    """
+    kinds = (AddIndexOnline, RemoveIndexOnline, DropIdPatternIndex)
+    return bool(migration.operations) and all(isinstance(op, kinds) for op in migration.operations)

@@ -1,0 +1,84 @@
+"""PostgreSQL's NOTIFY triggers, and the migration operation that creates them: NotifyTriggers."""
+
+from django.db import migrations
+
+#: The LISTEN channel (db/listen.py listens on it).
+CHANNEL = "dbjobs"
+
+# The SQL of migrations 0003 and 0005 of the development releases, unchanged, so a
+# database made by the initial migration has the same functions and triggers as one
+# made by those. Migrations run what is written here: change a trigger in a new
+# operation of a new migration, never by editing this text.
+
+# A new job, or one READY again (a retry, a job given back): wake idle workers. Sent
+# from inside the enqueuing transaction, so it is delivered on commit and never on
+# rollback, and costs the enqueue no extra round trip.
+JOBS = f"""
+CREATE OR REPLACE FUNCTION dbjobs_notify() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('{CHANNEL}', '');
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER dbjobs_job_inserted AFTER INSERT ON django_dbjobs_job
+    FOR EACH STATEMENT EXECUTE FUNCTION dbjobs_notify();
+CREATE TRIGGER dbjobs_job_ready_again AFTER UPDATE OF status ON django_dbjobs_job
+    FOR EACH ROW WHEN (NEW.status = 'READY' AND OLD.status <> 'READY')
+    EXECUTE FUNCTION dbjobs_notify();
+"""
+
+# A schedule created, deleted or with its definition saved: every scheduler reads the
+# schedules again at once. Columns only schedulers write (next_due_at, last_*) are left
+# out: firing a schedule wakes nobody.
+SCHEDULES = """
+CREATE OR REPLACE FUNCTION dbjobs_schedules_changed() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('dbjobs', 'schedules');
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER dbjobs_schedule_changed
+    AFTER INSERT OR DELETE OR UPDATE OF cron, timezone, enabled, removed_at ON django_dbjobs_schedule
+    FOR EACH STATEMENT EXECUTE FUNCTION dbjobs_schedules_changed();
+"""
+
+DROP = """
+DROP TRIGGER IF EXISTS dbjobs_schedule_changed ON django_dbjobs_schedule;
+DROP FUNCTION IF EXISTS dbjobs_schedules_changed();
+DROP TRIGGER IF EXISTS dbjobs_job_ready_again ON django_dbjobs_job;
+DROP TRIGGER IF EXISTS dbjobs_job_inserted ON django_dbjobs_job;
+DROP FUNCTION IF EXISTS dbjobs_notify();
+"""
+
+
+class NotifyTriggers(migrations.operations.base.Operation):
+    """PostgreSQL: create the triggers that NOTIFY workers of new jobs and changed schedules.
+
+    Other databases: nothing (their workers see new jobs and schedules by polling cheaply).
+    An operation rather than RunPython, so ``sqlmigrate`` shows the SQL.
+    """
+
+    reduces_to_sql = True
+    reversible = True
+
+    def deconstruct(self):
+        return self.__class__.__qualname__, [], {}
+
+    def state_forwards(self, app_label, state):
+        pass
+
+    def describe(self):
+        return "Create the NOTIFY triggers of the job and schedule tables (PostgreSQL)"
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        if self._applies(app_label, schema_editor, to_state):
+            schema_editor.execute(JOBS + SCHEDULES, params=None)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        if self._applies(app_label, schema_editor, from_state):
+            schema_editor.execute(DROP, params=None)
+
+    def _applies(self, app_label, schema_editor, state) -> bool:
+        connection = schema_editor.connection
+        model = state.apps.get_model(app_label, "job")
+        return connection.vendor == "postgresql" and self.allow_migrate_model(connection.alias, model)

@@ -18,7 +18,6 @@ import warnings
 from types import ModuleType
 
 from django.apps import apps
-from django.utils.module_loading import module_has_submodule
 
 from . import registry
 from .conf import settings
@@ -29,17 +28,6 @@ logger = logging.getLogger("django_dbjobs")
 #: Names enqueue() has already looked at: the warning is given once per job name.
 _looked_at: set[str] = set()
 _lock = threading.Lock()
-
-
-def worker_modules() -> list[str]:
-    """The modules `run_jobs` imports to find jobs: apps' jobs and tasks modules, then DBJOBS_JOB_MODULES."""
-    found = [
-        f"{app.name}.{name}"
-        for app in apps.get_app_configs()
-        for name in registry.AUTODISCOVER_MODULES
-        if module_has_submodule(app.module, name)
-    ]
-    return [*found, *(m for m in settings.JOB_MODULES if m not in found)]
 
 
 def imported_by_workers(registered: registry.JobFunction) -> bool:
@@ -63,7 +51,7 @@ def _held_by_a_worker_module(registered: registry.JobFunction) -> bool:
     except Exception:  # noqa: BLE001 - a broken job module is reported by the worker and the admin
         return False
     module = registered.func.__module__
-    for name in worker_modules():
+    for name in registry.job_modules():
         namespace = getattr(sys.modules.get(name), "__dict__", {})
         for value in namespace.values():
             if value is registered or getattr(value, "func", None) is registered.func:
@@ -86,7 +74,7 @@ def unimported_message(registered: registry.JobFunction) -> str:
 
 def modules_sentence() -> str:
     """'Workers import shop.jobs and billing.tasks.', or that they import none."""
-    found = worker_modules()
+    found = registry.job_modules()
     if not found:
         return "Workers import no job module (no installed app has a jobs or tasks module)."
     listed = ", ".join(found[:-1]) + f" and {found[-1]}" if len(found) > 1 else found[0]

@@ -6,19 +6,32 @@ never imports or calls whatever dotted path a row happens to hold.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import inspect
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-from django.utils.module_loading import autodiscover_modules
+from django.apps import apps
+from django.utils.module_loading import autodiscover_modules, module_has_submodule
 
-from . import async_jobs
-from .exceptions import InvalidJob, InvalidJobArguments, UnknownJob
+from .exceptions import InvalidJob, UnknownJob
+from .job_function import JobFunction, JobOptions
+
+__all__ = [
+    "AUTODISCOVER_MODULES",
+    "JobFunction",
+    "JobOptions",
+    "add",
+    "autodiscover",
+    "discovered",
+    "discovered_with_errors",
+    "get",
+    "job",
+    "job_modules",
+    "lookup",
+    "registered",
+    "resolve",
+]
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -28,106 +41,6 @@ AUTODISCOVER_MODULES = ("jobs", "tasks")
 _registry: dict[str, JobFunction] = {}
 _discovered = False
 _lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class JobOptions:
-    """Defaults a registered job brings to enqueue(); None means the setting's default."""
-
-    queue: str | None = None
-    priority: int | None = None
-    max_attempts: int | None = None
-    backoff: float | None = None
-    #: Seconds a run may take before it is interrupted (timeouts.py); None: DBJOBS_DEFAULT_TIMEOUT.
-    timeout: float | None = None
-
-
-class JobFunction:
-    """A registered job: call it to run it now, or `.enqueue(...)` to run it later."""
-
-    #: Whether finished() has a dead-lettered attempt logged with its traceback (a Task's,
-    #: by Django's task_finished receiver), so that the worker does not log it a second time.
-    finished_logs_failure = False
-
-    def __init__(self, func: Callable, name: str, options: JobOptions):
-        self.func = func
-        self.name = name
-        self.options = options
-        functools.update_wrapper(self, func)
-        self._fits = _arguments_checker(func)
-
-    def check_arguments(self, args: tuple | list, kwargs: dict) -> None:
-        """Raise InvalidJobArguments unless ``func(*args, **kwargs)`` fits the signature."""
-        if self._fits is None or (not kwargs and self._fits(len(args))):
-            return
-        signature = inspect.signature(self.func)
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise InvalidJobArguments(f"The arguments do not fit {self.name}{signature}: {exc}.") from None
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.func(*args, **kwargs)
-
-    def run(self, job) -> Any:
-        """Run the function for a claimed job, in the worker's job thread; return its value.
-
-        An ``async def`` job runs to completion on an event loop of its own; code in it
-        that calls ``sync_to_async`` comes back to this thread and its connection.
-        """
-        if self.is_async:
-            return async_jobs.run(self.func, job.args, job.kwargs, key=job.pk)
-        return self.func(*job.args, **job.kwargs)
-
-    def finished(self, job, status: str, failure: BaseException | None) -> None:
-        """Called in the worker after an attempt's outcome is stored (a hook for Tasks)."""
-
-    @functools.cached_property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.func)
-
-    def __repr__(self) -> str:
-        return f"<JobFunction {self.name}>"
-
-    def enqueue(self, *args: Any, **options: Any):
-        """Enqueue this job; see django_dbjobs.enqueue() for the options."""
-        from .enqueuing import enqueue
-
-        return enqueue(self, *args, **options)
-
-    def enqueue_many(self, arguments, **options: Any):
-        """Enqueue this job once per tuple of positional arguments; see django_dbjobs.enqueue_many()."""
-        from .enqueuing import enqueue_many
-
-        return enqueue_many(self, arguments, **options)
-
-    async def aenqueue(self, *args: Any, **options: Any):
-        """Enqueue this job from async code; see django_dbjobs.aenqueue()."""
-        from .enqueuing import aenqueue
-
-        return await aenqueue(self, *args, **options)
-
-
-def _arguments_checker(func: Callable) -> Callable[[int], bool] | None:
-    """A quick test of a positional-only call's argument count; None if the signature is unknown.
-
-    A count it accepts always binds; anything else goes through inspect's bind() for
-    an exact message.
-    """
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError):
-        return None
-    lowest = most = 0
-    for parameter in signature.parameters.values():
-        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
-            most += 1
-            lowest += parameter.default is parameter.empty
-        elif parameter.kind is parameter.VAR_POSITIONAL:
-            most = 1 << 30
-        elif parameter.kind is parameter.KEYWORD_ONLY and parameter.default is parameter.empty:
-            return lambda count: False  # always needs a keyword: bind() decides
-    return lambda count: lowest <= count <= most
 
 
 def job(
@@ -234,6 +147,47 @@ def discovered() -> dict[str, JobFunction]:
     if not _discovered:
         autodiscover()
     return registered()
+
+
+#: The job modules that failed to import in discovered_with_errors(), by name; None: not tried yet.
+_import_errors: dict[str, str] | None = None
+_import_errors_lock = threading.RLock()  # a job module may itself ask for the registered jobs
+
+
+def job_modules() -> list[str]:
+    """The modules a worker imports to find jobs: apps' jobs and tasks modules, then DBJOBS_JOB_MODULES."""
+    from .conf import settings
+
+    found = [
+        f"{config.name}.{name}"
+        for config in apps.get_app_configs()
+        for name in AUTODISCOVER_MODULES
+        if module_has_submodule(config.module, name)
+    ]
+    return [*found, *(module for module in settings.JOB_MODULES if module not in found)]
+
+
+def discovered_with_errors() -> tuple[dict[str, JobFunction], dict[str, str]]:
+    """Every registered job, and the error of each job module that failed to import, by module.
+
+    For pages that must stay up while a module is broken (the admin): each module is
+    imported once per process and its failure logged once, with its traceback. A worker
+    calls autodiscover() instead, which raises: it refuses to start on such a module.
+    """
+    global _discovered, _import_errors
+
+    with _import_errors_lock:
+        if _import_errors is None:
+            errors = {}
+            for module in job_modules():
+                try:
+                    importlib.import_module(module)
+                except Exception as exc:
+                    logger.exception("Job module failed to import module=%s", module)
+                    errors[module] = f"{type(exc).__name__}: {exc}"
+            _import_errors = errors
+            _discovered = _discovered or not errors
+    return registered(), dict(_import_errors)
 
 
 def registered() -> dict[str, JobFunction]:

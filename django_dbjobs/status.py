@@ -36,11 +36,11 @@ class Status:
         """The live workers that take jobs from the queues asked about (all of them when none)."""
         if not self.asked:
             return self.workers
-        return [w for w in self.workers if not w.queues or set(w.queues) & set(self.asked)]
+        return [w for w in self.workers if any(w.serves(queue) for queue in self.asked)]
 
     def served(self, queue: str) -> bool:
         """Whether a live worker takes jobs from `queue`."""
-        return any(not worker.queues or queue in worker.queues for worker in self.workers)
+        return any(worker.serves(queue) for worker in self.workers)
 
     @property
     def failed(self) -> int:

@@ -1,8 +1,10 @@
 """The admin in a real browser: the example project served by runserver, driven by headless Chromium.
 
-Logs in, retries and deletes dead letters through the pages (actions, confirmation pages and
-the buttons of the detail page), pauses a queue, checks what the database holds afterwards, and
-takes the screenshots of the docs (``make screenshots`` writes them to docs/_static).
+Looks at every page at 1280 px with the navigation sidebar open (nothing scrolls sideways),
+reads the timeline's order and the whole ids, logs in, retries and deletes dead letters through
+the pages (actions, confirmation pages and the buttons of the detail page), pauses a queue,
+runs a schedule now, checks what the database holds afterwards, and takes the screenshots of
+the docs (``make screenshots`` writes them to docs/_static). Runs on each database of the session.
 
 Needs Debian's chromium (``apt-get install chromium``) and the playwright package (the ``test``
 extra); it is skipped without them unless DBJOBS_REQUIRE_BROWSER=1 (CI), which makes it fail.
@@ -10,269 +12,93 @@ extra); it is skipped without them unless DBJOBS_REQUIRE_BROWSER=1 (CI), which m
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "example_project"
-PASSWORD = "browser-test-password"
-DEAD_LETTERS = "/admin/django_dbjobs/failedjob/"
-QUEUES = "/admin/django_dbjobs/queue/"
-OVERVIEW = "/admin/django_dbjobs/overview/"
-#: Printed in front of the JSON a `manage.py shell -c` script prints, to find it in the output.
-MARK = "DBJOBS-JSON:"
+from .admin_browser import (
+    CHECK,
+    PASSWORD,
+    SEED,
+    chromium_or_skip,
+    example_database,
+    example_env,
+    horizontal_overflow,
+    manage,
+    messages,
+    screenshot,
+    served,
+    shell_json,
+    submit,
+)
 
-_database_url = os.environ.get("DBJOBS_TEST_DATABASE_URL", "")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        bool(_database_url) and not _database_url.startswith("sqlite"),
-        reason="the browser test drives the example project on its own SQLite file; "
-        "it runs in the SQLite session",
-    ),
-]
+pytestmark = pytest.mark.slow
 
-# Run by `manage.py shell -c` in the example project: a superuser, dead letters with their
-# error history, READY jobs in three queues, and an hour of finished jobs for the chart.
-SEED = r"""
-import datetime, json, math, random
-from django.contrib.auth.models import User
-from django.utils import timezone
-from django_dbjobs.models import Job
-
-User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
-rng = random.Random(20240611)
-now = timezone.now()
-workers = ["web-1:4127:8f3a91c2", "web-2:3310:1be07d54", "batch-1:902:c44a0e1f"]
-FAILURES = {
-    "demo.jobs.build_broken_report": ("reports", 3, "ValueError", "report {n} has no data source",
-        '  File "demo/jobs.py", line 22, in build_broken_report\n'
-        '    raise ValueError(f"report {{report_id}} has no data source")'),
-    "demo.jobs.send_welcome_email": ("emails", 5, "ConnectionError", "SMTP server busy (attempt {a})",
-        '  File "demo/jobs.py", line 15, in send_welcome_email\n'
-        '    raise ConnectionError(f"SMTP server busy (attempt {{attempt}})")'),
-    "demo.jobs.resize_image": ("default", 3, "OSError", "cannot identify image file 'uploads/{n}.heic'",
-        '  File "PIL/Image.py", line 3498, in open\n'
-        '    raise UnidentifiedImageError(msg)'),
-}
-
-def failed(name, minutes_ago, n, args):
-    queue, attempts, kind, message, frame = FAILURES[name]
-    finished = now - datetime.timedelta(minutes=minutes_ago, seconds=rng.randint(0, 50))
-    errors = []
-    for attempt in range(1, attempts + 1):
-        summary = f"{kind}: " + message.format(n=n, a=attempt)
-        errors.append({
-            "attempt": attempt,
-            "at": (finished - datetime.timedelta(seconds=30 * (attempts - attempt))).isoformat(),
-            "worker": workers[attempt % len(workers)],
-            "summary": summary,
-            "traceback": 'Traceback (most recent call last):\n  File "django_dbjobs/execution.py", '
-            f"line 61, in run\n    result = function(*job.args, **job.kwargs)\n{frame}\n{summary}\n",
-        })
-    return Job.objects.create(
-        name=name, queue=queue, args=args, status="FAILED", attempts=attempts, max_attempts=attempts,
-        errors=errors, last_error=errors[-1]["summary"], finished_at=finished,
-        started_at=finished - datetime.timedelta(seconds=30 * attempts),
-        last_attempted_at=finished - datetime.timedelta(seconds=1),
-        enqueued_at=finished - datetime.timedelta(seconds=30 * attempts + 5),
-        run_at=finished - datetime.timedelta(seconds=30 * attempts),
-        worker=workers[attempts % len(workers)],
-    )
-
-dead = []
-for n, minutes_ago in [(4711, 52), (4712, 37), (4719, 9)]:
-    dead.append(failed("demo.jobs.resize_image", minutes_ago, n, [n]))
-for n, minutes_ago in [(17, 44), (18, 31), (23, 14), (24, 3)]:
-    dead.append(failed("demo.jobs.build_broken_report", minutes_ago, n, [n]))
-# The SMTP server was down for a few minutes: a burst of failures.
-for n, user in enumerate(["ana", "bo", "chen", "dee", "eli", "fay", "gus", "hana"]):
-    dead.append(failed("demo.jobs.send_welcome_email", 20 + n // 2, n, [f"{user}@example.com"]))
-
-ready = []
-for queue, name, due, later in [
-    ("default", "demo.jobs.resize_image", 6, 0),
-    ("emails", "demo.jobs.send_welcome_email", 3, 2),
-    ("reports", "demo.jobs.nightly_summary", 2, 1),
-]:
-    for i in range(due + later):
-        minutes = -rng.randint(1, 6) if i < due else rng.randint(10, 90)
-        ready.append(Job.objects.create(
-            name=name, queue=queue, args=[100 + i] if "resize" in name else [],
-            run_at=now + datetime.timedelta(minutes=minutes, seconds=rng.randint(0, 59)),
-        ))
-
-successes = []
-for minute in range(60):
-    # A busy hour: a wave of traffic, a quiet spell while SMTP was down, a batch run.
-    count = 6 + round(5 * (1 + math.sin(minute / 7))) + rng.randint(0, 3)
-    if 20 <= minute <= 23:
-        count //= 3
-    if 40 <= minute <= 42:
-        count += 12
-    for _ in range(count):
-        name, queue = rng.choice([("demo.jobs.resize_image", "default")] * 3 + [
-            ("demo.jobs.send_welcome_email", "emails"), ("demo.jobs.nightly_summary", "reports")])
-        finished = now - datetime.timedelta(minutes=minute, seconds=rng.randint(0, 59))
-        started, enqueued = finished - datetime.timedelta(seconds=1), finished - datetime.timedelta(seconds=3)
-        successes.append(Job(
-            name=name, queue=queue, status="SUCCESSFUL", attempts=1, return_value=None,
-            enqueued_at=enqueued, run_at=enqueued, started_at=started, last_attempted_at=started,
-            finished_at=finished, worker=rng.choice(workers),
-        ))
-Job.objects.bulk_create(successes, batch_size=500)
-print(MARK + json.dumps({"dead": [job.pk for job in dead], "ready": len(ready), "succeeded": len(successes)}))
-"""
-
-# Run after the browser is done: what the database holds now.
-CHECK = r"""
-import json
-from django_dbjobs.models import Job, Queue
-jobs = {
-    job.pk: {"status": job.status, "attempts": job.attempts, "errors": len(job.errors),
-             "finished": job.finished_at is not None}
-    for job in Job.objects.filter(pk__in=IDS)
-}
-queues = {
-    queue.name: {"paused_at": queue.paused_at and queue.paused_at.isoformat(), "paused_by": queue.paused_by}
-    for queue in Queue.objects.all()
-}
-print(MARK + json.dumps({"jobs": jobs, "queues": queues}))
-"""
+ADMIN = "/admin/django_dbjobs/"
+JOBS = f"{ADMIN}job/"
+DEAD_LETTERS = f"{ADMIN}failedjob/"
+QUEUES = f"{ADMIN}queue/"
+OVERVIEW = f"{ADMIN}overview/"
+SCHEDULES = f"{ADMIN}schedule/"
+WORKERS = f"{ADMIN}workerprocess/"
+FRESH_HEARTBEATS = (
+    "from django.db.models.functions import Now\n"
+    "from django_dbjobs.models import WorkerProcess\n"
+    "WorkerProcess.objects.update(heartbeat_at=Now())\n"
+)
 
 
-def chromium_or_skip() -> str:
-    """Chromium's path; skip (fail with DBJOBS_REQUIRE_BROWSER=1) when it or playwright is missing."""
-    missing = []
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing.append("the playwright package (pip install -e '.[test]')")
-    chromium = shutil.which("chromium")
-    if not chromium:
-        missing.append("chromium (apt-get install chromium)")
-    if missing:
-        reason = "the admin browser test needs " + " and ".join(missing)
-        if os.environ.get("DBJOBS_REQUIRE_BROWSER", "") not in ("", "0"):
-            pytest.fail(f"{reason}; DBJOBS_REQUIRE_BROWSER is set")
-        pytest.skip(reason)
-    return chromium
+def every_page(seeded: dict) -> list[str]:
+    dead, worker = seeded["dead"][0], "web-1:4127:8f3a91c2"
+    return [
+        OVERVIEW,
+        QUEUES,
+        JOBS,
+        f"{JOBS}{seeded['waiting']}/change/",
+        f"{JOBS}{seeded['running']}/change/",
+        DEAD_LETTERS,
+        f"{DEAD_LETTERS}{dead}/change/",
+        f"{DEAD_LETTERS}retry-matching/",
+        f"{DEAD_LETTERS}delete-matching/",
+        SCHEDULES,
+        f"{SCHEDULES}add/",
+        f"{SCHEDULES}{seeded['schedule']}/change/",
+        WORKERS,
+        f"{WORKERS}{worker}/change/",
+    ]
 
 
-def example_env(database: Path) -> dict:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "DBJOBS_TEST_")) and key != "PYTHONPATH"
-    }
-    return {
-        **environment,
-        "DJANGO_SETTINGS_MODULE": "example_project.settings",  # pytest-django set tests.settings
-        "DATABASE_URL": f"sqlite:///{database}",
-        "DEBUG": "true",  # runserver serves the admin's CSS and JavaScript
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "PYTHONUNBUFFERED": "1",
-    }
+def timeline(page) -> tuple[list[str], list[str]]:
+    """The timeline's events, and the UTC time of each one that has a time, top to bottom."""
+    rows = page.locator(".field-timeline tbody tr")
+    events = [text.strip() for text in rows.locator("td:first-child").all_inner_texts()]
+    times = page.locator(".field-timeline time").evaluate_all("els => els.map(e => e.dateTime)")
+    return events, times
 
 
-def manage(env: dict, *args: str, timeout: float = 60) -> str:
-    result = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=EXAMPLE,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert result.returncode == 0, f"manage.py {args[0]} failed:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
-
-
-def shell_json(env: dict, script: str, **names) -> dict:
-    """Run `script` in `manage.py shell` with `names` bound; return the JSON it printed."""
-    prelude = "".join(f"{name} = {json.dumps(value)}\n" for name, value in {"MARK": MARK, **names}.items())
-    output = manage(env, "shell", "-c", prelude + script)
-    lines = [line for line in output.splitlines() if line.startswith(MARK)]
-    assert lines, f"the script printed no result:\n{output}"
-    return json.loads(lines[-1][len(MARK) :])
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_served(url: str, server: subprocess.Popen, log: Path, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert server.poll() is None, f"runserver exited ({server.returncode}):\n{log.read_text()}"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"runserver did not answer {url} within {timeout}s:\n{log.read_text()}")
-
-
-def messages(page) -> list[str]:
-    return [text.strip() for text in page.locator("ul.messagelist li").all_inner_texts()]
-
-
-def submit(page, selector: str) -> None:
-    """Click a submit button and wait for the page the POST leads to (often the same URL)."""
-    with page.expect_navigation():
-        page.click(selector)
-
-
-def screenshot(page, path: Path) -> None:
-    page.screenshot(path=str(path), full_page=True)
-    assert path.is_file() and path.stat().st_size > 10_000, f"{path} is missing or nearly empty"
-
-
-def test_admin_in_a_browser(tmp_path):
+def test_admin_in_a_browser(tmp_path, django_db_blocker):
     chromium = chromium_or_skip()
     from playwright.sync_api import expect, sync_playwright
 
     shots = Path(os.environ.get("DBJOBS_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    env = example_env(tmp_path / "browser.sqlite3")
-    manage(env, "migrate", "--noinput", "-v", "0")
-    seeded = shell_json(env, SEED, PASSWORD=PASSWORD)
-    dead = seeded["dead"]
-    # One dead letter per way of retrying and deleting; every kind of job keeps some for the screenshot.
-    retried, detail_retried, detail_deleted, action_deleted = dead[0], dead[3], dead[7], dead[4]
-    kept = [pk for pk in dead if pk not in (retried, detail_retried, detail_deleted, action_deleted)]
+    with example_database(tmp_path, django_db_blocker) as database_url:
+        env = example_env(database_url)
+        manage(env, "migrate", "--noinput", "-v", "0", timeout=180)
+        seeded = shell_json(env, SEED, PASSWORD=PASSWORD)
+        dead = seeded["dead"]
+        # One dead letter per way of retrying and deleting; every kind of job keeps some for the screenshot.
+        retried, detail_retried, detail_deleted, action_deleted = dead[0], dead[3], dead[7], dead[4]
+        kept = [pk for pk in dead if pk not in (retried, detail_retried, detail_deleted, action_deleted)]
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "runserver.log"
-    with log.open("w") as log_file:
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks"],
-            cwd=EXAMPLE,
-            env=env,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_until_served(f"{base}/admin/login/", server, log)
-        with sync_playwright() as playwright:
+        with served(env, tmp_path / "runserver.log") as base, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, headless=True)
             try:
-                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                context = browser.new_context(
+                    viewport={"width": 1280, "height": 800}, permissions=["clipboard-read", "clipboard-write"]
+                )
+                page = context.new_page()
                 page.set_default_timeout(10_000)
                 expect.set_options(timeout=10_000)
                 errors = []
@@ -285,7 +111,54 @@ def test_admin_in_a_browser(tmp_path):
                 submit(page, "input[type=submit]")
                 assert page.url == f"{base}{DEAD_LETTERS}", "the login did not succeed"
 
+                # Every page fits 1280 px with the navigation sidebar open: nothing scrolls sideways.
+                expect(page.locator("#nav-sidebar")).to_be_visible()
+                for url in every_page(seeded):
+                    response = page.goto(f"{base}{url}")
+                    assert response.status == 200, url
+                    assert horizontal_overflow(page) == {}, f"{url} scrolls sideways at 1280 px"
+
+                # The timeline in time order: a job due again (its retry) after it first started.
+                page.goto(f"{base}{JOBS}{seeded['waiting']}/change/")
+                events, times = timeline(page)
+                assert events == [
+                    "Enqueued",
+                    "First started",
+                    "Last attempt started",
+                    "Attempt 1 failed",
+                    "Due",
+                ]
+                assert times == sorted(times) and len(times) == len(events)
+                page.goto(f"{base}{DEAD_LETTERS}{dead[1]}/change/")
+                events, times = timeline(page)
+                assert events[0] == "Enqueued" and events[-1] == "Finished: Failed"
+                assert times == sorted(times) and len(times) == len(events)
+
+                # The whole id: Copy on the job's page, and one click on it in the list selects all of it.
+                page.goto(f"{base}{JOBS}{seeded['waiting']}/change/")
+                page.click("button.dbjobs-copy")
+                expect(page.locator("button.dbjobs-copy")).to_have_text("Copied")
+                assert page.evaluate("navigator.clipboard.readText()") == seeded["waiting"]
+                page.goto(f"{base}{JOBS}?queue=emails")
+                page.locator(f"tr:has(a[href*='{seeded['waiting']}']) code.dbjobs-id").click()
+                selected = page.evaluate("getSelection().toString()")
+                assert selected == seeded["waiting"]
+                page.fill("#searchbar", selected)
+                submit(page, "#changelist-search input[type=submit]")
+                expect(page.locator("#result_list tbody tr")).to_have_count(1)
+                expect(page.locator("#result_list code.dbjobs-id")).to_have_text(seeded["waiting"])
+
+                # Only deleting asks with the red button.
+                colours = {}
+                for name in ("retry", "delete"):
+                    page.goto(f"{base}{DEAD_LETTERS}{name}-matching/")
+                    colours[name] = page.locator("input[type=submit]").evaluate(
+                        "button => getComputedStyle(button).backgroundColor"
+                    )
+                assert colours["retry"] != colours["delete"], colours
+
                 # The dead letters: all of them, newest first, with their last error.
+                page.goto(f"{base}{DEAD_LETTERS}")
                 rows = page.locator("#result_list tbody tr")
                 expect(rows).to_have_count(len(seeded["dead"]))
                 expect(rows.first).to_contain_text("ValueError: report 24 has no data source")
@@ -341,12 +214,17 @@ def test_admin_in_a_browser(tmp_path):
                 expect(emails.locator("button")).to_have_text("Resume")
                 expect(page.locator("tr[data-queue='default']")).to_contain_text("Active")
 
-                # The screenshots: the overview with its chart, and the dead letters; the
-                # navigation sidebar closed (remembered by the browser) to leave room for the tables.
+                # Run a schedule now: the message keeps its name as written.
+                page.goto(f"{base}{SCHEDULES}{seeded['schedule']}/change/")
+                submit(page, ".object-tools button[name=run_now]")
+                (message,) = messages(page)
+                assert message.startswith("Schedule nightly-summary enqueued job "), message
+
+                # The screenshots, as a user first sees the pages: the navigation sidebar open.
+                manage(env, "shell", "-c", FRESH_HEARTBEATS)
                 page.set_viewport_size({"width": 1280, "height": 640})  # full page: no blank below
                 page.goto(f"{base}{OVERVIEW}")
-                page.click("#toggle-nav-sidebar")
-                expect(page.locator("#nav-sidebar")).to_be_hidden()
+                expect(page.locator("#nav-sidebar")).to_be_visible()
                 bars = page.locator("svg.dbjobs-chart rect[height]:not([height='0.0'])")
                 assert bars.count() >= 55, "the chart should draw a bar for (nearly) every minute"
                 expect(
@@ -357,20 +235,14 @@ def test_admin_in_a_browser(tmp_path):
                 page.goto(f"{base}{DEAD_LETTERS}")
                 expect(rows).to_have_count(len(kept))
                 screenshot(page, shots / "admin-dead-letters.png")
+                page.goto(f"{base}{JOBS}{seeded['waiting']}/change/")
+                screenshot(page, shots / "admin-job.png")
                 assert not errors, f"JavaScript errors on the admin pages: {errors}"
             finally:
                 browser.close()
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        print(log.read_text())  # shown when the test fails
 
-    # What the clicks did, read back from the database.
-    state = shell_json(env, CHECK, IDS=seeded["dead"])
+        # What the clicks did, read back from the database.
+        state = shell_json(env, CHECK, IDS=seeded["dead"])
     jobs, queues = state["jobs"], state["queues"]
     for pk in (retried, detail_retried):
         assert jobs[pk]["status"] == "READY" and jobs[pk]["attempts"] == 0, jobs[pk]

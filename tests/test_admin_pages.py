@@ -64,6 +64,11 @@ def test_queues_page_lists_counts_and_pauses_and_resumes():
     row = re.search(r'<tr data-queue="emails">(.*?)</tr>', page).group(1)
     assert re.findall(r'class="number">(?:<a [^>]*>)?(\d+)', row)[:4] == ["1", "1", "1", "1"]
     assert "5 min" in row  # the oldest due job's wait
+    assert "No worker serves this queue" in row and ">Pause<" in row  # a due job, no live worker
+    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)  # serves every queue
+    row = re.search(
+        r'<tr data-queue="emails">(.*?)</tr>', text(client.get("/admin/django_dbjobs/queue/"))
+    ).group(1)
     assert "Active" in row and ">Pause<" in row
     response = client.post("/admin/django_dbjobs/queue/pause/", {"queue": "emails"}, follow=True)
     assert client.messages(response) == [
@@ -147,7 +152,7 @@ def test_schedule_actions_enable_disable_and_run_now():
     assert schedule.enabled and schedule.next_due_at is not None
     response = client.post(f"{url}{schedule.pk}/run-now/", follow=True)
     job = Job.objects.get(name="tests.jobs.scheduled")
-    assert client.messages(response) == [f"s enqueued job {job.pk}."]
+    assert client.messages(response) == [f"Schedule s enqueued job {job.pk}."]
     assert Schedule.objects.get(pk=schedule.pk).last_manual_job_id == job.pk
     response = action(client, url, "run_now", [schedule])
     assert Job.objects.count() == 2
@@ -161,7 +166,7 @@ def test_run_now_with_no_overlap_reports_the_active_job():
     client = staff(superuser=True)
     response = client.post(f"/admin/django_dbjobs/schedule/{schedule.pk}/run-now/", follow=True)
     assert client.messages(response) == [
-        f"s was not run: its previous job {first.pk} is still active (no overlap)."
+        f"Schedule s was not run: its previous job {first.pk} is still active (no overlap)."
     ]
     assert Job.objects.count() == 1
 

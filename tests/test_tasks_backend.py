@@ -330,11 +330,15 @@ def test_a_task_not_found_at_its_module_path_is_refused():
 
 
 def test_a_task_workers_would_not_import_is_enqueued_with_a_warning(caplog):
+    from django_dbjobs import discovery
+    from django_dbjobs.exceptions import UnimportedJobWarning
     from tests.task_elsewhere import stray
 
-    with caplog.at_level("WARNING", logger="django_dbjobs"):
+    discovery.forget()
+    with caplog.at_level("WARNING", logger="django_dbjobs"), pytest.warns(UnimportedJobWarning) as warned:
         stray.enqueue(1)
         stray.enqueue(2)
+    assert len(warned) == 1
     warnings = [r.getMessage() for r in caplog.records if "workers do not import" in r.getMessage()]
     assert len(warnings) == 1 and "tests.task_elsewhere" in warnings[0]
     with caplog.at_level("WARNING", logger="django_dbjobs"):

@@ -106,3 +106,51 @@ def test_dbjobs_status_reports_jobs_a_worker_did_not_know():
         ("shop.helpers.send_receipt", "default", 1)
     ]
     assert report["healthy"] is False
+
+
+def shown(response) -> str:
+    """The page's text with entities decoded (the admin escapes the quotes of stored text)."""
+    import html
+
+    from tests.admin_helpers import text
+
+    return html.unescape(text(response))
+
+
+def test_the_admin_shows_such_a_job_as_waiting_for_a_worker_that_knows_it():
+    from tests.admin_helpers import staff
+
+    job = Job.objects.create(name="shop.helpers.send_receipt", args=[1])
+    Worker(burst=True).run()
+    client = staff(superuser=True)
+    listed = shown(client.get("/admin/django_dbjobs/job/"))
+    assert "Waiting for a worker that knows it" in listed
+    assert "dead-lettered in 59 min unless a worker knows it" in listed or "dead-lettered in 60 min" in listed
+    page = shown(client.get(f"/admin/django_dbjobs/job/{job.pk}/change/"))
+    assert "Waiting for a worker that knows it" in page
+    assert "'shop.helpers.send_receipt' is not a registered job in worker" in page, "the reason is shown"
+    ordinary = Job.objects.create(name="tests.jobs.add", args=[1, 2])
+    assert "Waiting for a worker" not in shown(client.get(f"/admin/django_dbjobs/job/{ordinary.pk}/change/"))
+    overview = shown(client.get("/admin/django_dbjobs/overview/"))
+    assert "1 job waits for a worker that knows it" in overview
+    assert (
+        "'shop.helpers.send_receipt' (queue 'default'): 1 ready jobs that a worker did not know" in overview
+    )
+
+
+def test_the_admin_overview_says_when_no_worker_serves_a_queue():
+    from tests.admin_helpers import staff
+
+    enqueue(jobs.add, 1, 2, queue="emials")
+    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1, queues=["default", "emails"])
+    client = staff(superuser=True)
+    for page in ("/admin/django_dbjobs/overview/", "/admin/django_dbjobs/queue/"):
+        page_text = shown(client.get(page))
+        assert "No worker serves this queue" in page_text, page
+        assert (
+            "queue 'emials': 1 due jobs and no live worker serves it (live workers serve default, emails)"
+            in page_text
+        )
+    WorkerProcess.objects.create(id="h:2:b", hostname="h", pid=2, concurrency=1, queues=["emials"])
+    page_text = shown(client.get("/admin/django_dbjobs/overview/"))
+    assert "No worker serves this queue" not in page_text and "no live worker serves it" not in page_text

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.utils import timezone
+import datetime
+
+from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
@@ -11,6 +13,11 @@ from ..queue_stats import Minute
 
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 720, 180, 40, 20, 10
 SUCCEEDED_COLOUR, FAILED_COLOUR = "#2e7d32", "#ba2121"
+
+
+def clock(moment: datetime.datetime) -> str:
+    """The time of day in the language's TIME_FORMAT and the active timezone, as the dates elsewhere."""
+    return formats.time_format(timezone.localtime(moment), "TIME_FORMAT")
 
 
 def throughput_svg(minutes: list[Minute]) -> SafeString:
@@ -25,7 +32,7 @@ def throughput_svg(minutes: list[Minute]) -> SafeString:
         succeeded_height = plot_height * minute.succeeded / scale_top
         failed_height = plot_height * minute.failed / scale_top
         label = _("%(time)s: %(succeeded)d succeeded, %(failed)d failed") % {
-            "time": timezone.localtime(minute.at).strftime("%H:%M"),
+            "time": clock(minute.at),
             "succeeded": minute.succeeded,
             "failed": minute.failed,
         }
@@ -49,8 +56,8 @@ def throughput_svg(minutes: list[Minute]) -> SafeString:
         '<rect x="{0}" width="{1}" y="{5}" height="{6}" fill="{7}"/></g>',
         bars,
     )
-    first = timezone.localtime(minutes[0].at).strftime("%H:%M") if minutes else ""
-    last = timezone.localtime(minutes[-1].at).strftime("%H:%M") if minutes else ""
+    first = clock(minutes[0].at) if minutes else ""
+    last = clock(minutes[-1].at) if minutes else ""
     return format_html(
         '<svg class="dbjobs-chart" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
         'xmlns="http://www.w3.org/2000/svg" aria-label="{aria}">'
@@ -58,8 +65,8 @@ def throughput_svg(minutes: list[Minute]) -> SafeString:
         '<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="#999"/>'
         '<text x="{labelx}" y="{topy}" font-size="11" text-anchor="end" fill="currentColor">{peak}</text>'
         '<text x="{labelx}" y="{base}" font-size="11" text-anchor="end" fill="currentColor">0</text>'
-        '<text x="{left}" y="{h}" font-size="11" fill="currentColor">{first}</text>'
-        '<text x="{w}" y="{h}" font-size="11" text-anchor="end" fill="currentColor">{last}</text>'
+        '<text x="{left}" y="{timey}" font-size="11" fill="currentColor">{first}</text>'
+        '<text x="{w}" y="{timey}" font-size="11" text-anchor="end" fill="currentColor">{last}</text>'
         "{rects}</svg>",
         w=WIDTH,
         h=HEIGHT,
@@ -67,6 +74,7 @@ def throughput_svg(minutes: list[Minute]) -> SafeString:
         top=TOP,
         base=HEIGHT - BOTTOM,
         labelx=LEFT - 4,
+        timey=HEIGHT - 4,  # room below the baseline: "p.m." has descenders
         topy=TOP + 8,
         peak=peak,
         first=first,

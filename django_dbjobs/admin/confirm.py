@@ -40,9 +40,23 @@ def confirm_action(modeladmin, request, queryset, *, title: str, question: str, 
 
 
 def confirm_page(
-    modeladmin, request, *, title, question, button, count, shown, form_url, cancel_url, **extra
+    modeladmin,
+    request,
+    *,
+    title,
+    question,
+    button,
+    count,
+    shown,
+    form_url,
+    cancel_url,
+    destructive: bool = True,
+    **extra,
 ):
-    """A confirmation page whose form posts to `form_url`; `shown` lists up to SHOWN rows (one more: "…")."""
+    """A confirmation page whose form posts to `form_url`; `shown` lists up to SHOWN rows (one more: "…").
+
+    Only a `destructive` change (a delete) gets Django's red button; others the normal one.
+    """
     context = {
         **modeladmin.admin_site.each_context(request),
         "title": title,
@@ -55,6 +69,7 @@ def confirm_page(
         "opts": modeladmin.model._meta,
         "form_url": form_url,
         "cancel_url": cancel_url,
+        "destructive": destructive,
         **extra,
     }
     request.current_app = modeladmin.admin_site.name

@@ -1,14 +1,11 @@
-"""Small pieces of HTML the admin pages share: JSON, ages, statuses. Everything escaped."""
+"""Small pieces of HTML the admin pages share: JSON, ages, statuses, tables. Everything escaped."""
 
 from __future__ import annotations
 
-import datetime
 import json
 from typing import Any
 
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.translation import gettext as _
 
 from ..models import JobStatus
 
@@ -46,30 +43,6 @@ def seconds_text(seconds: float | None) -> str:
         if seconds >= size * 2 or (unit == "min" and seconds >= 60):
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
-
-
-def when(value: datetime.datetime | str | None) -> str:
-    """A moment in the admin's timezone, to the second: '2026-12-01 15:17:28'; '' for none.
-
-    Accepts the ISO text stored in a job's error records as well as datetimes.
-    """
-    if not value:
-        return ""
-    if isinstance(value, str):
-        try:
-            value = datetime.datetime.fromisoformat(value)
-        except ValueError:
-            return value
-    if timezone.is_aware(value):
-        value = timezone.localtime(value)
-    return value.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def ago(moment: datetime.datetime | None, now: datetime.datetime | None = None) -> str:
-    if moment is None:
-        return "-"
-    now = now or timezone.now()
-    return _("%(duration)s ago") % {"duration": seconds_text((now - moment).total_seconds())}
 
 
 def short_text(text: str, limit: int = 120) -> str:

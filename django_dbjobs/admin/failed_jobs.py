@@ -9,14 +9,16 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import HttpResponseRedirect
 from django.urls import path
+from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
 from ..models import FailedJob, FailedJobQuerySet, JobStatus, RetryReport
-from . import display
+from . import dates
 from .audit import log_change
 from .confirm import SHOWN, confirm_action, confirm_page, selected_count
+from .job_columns import tries
 from .jobs import JobAdminBase
 from .links import admin_url
 from .listing import COUNT_CAP, CappedCountPaginator, JobNameFilter, QueueFilter
@@ -61,8 +63,8 @@ def delete_message(deleted: int, skipped: int) -> str:
 
 @admin.register(FailedJob)
 class FailedJobAdmin(JobAdminBase):
-    list_display = ["short_id", "name", "queue", "attempts_display", "failed_at", "last_error_short"]
-    list_display_links = ["short_id", "name"]
+    list_display = ["id_column", "name_and_error", "queue", "failed_at"]
+    list_display_links = ["name_and_error"]
     list_filter = [QueueFilter, JobNameFilter]
     ordering = ["-finished_at", "-pk"]
     actions = ["retry", "delete_dead_letters"]
@@ -71,7 +73,9 @@ class FailedJobAdmin(JobAdminBase):
 
     @admin.display(description=gettext_lazy("failed at"), ordering="finished_at")
     def failed_at(self, job) -> str:
-        return display.when(job.finished_at)
+        return format_html(
+            '{}<div class="dbjobs-when-label">{}</div>', dates.moment(job.finished_at), tries(job)
+        )
 
     def has_retry_permission(self, request, obj=None) -> bool:
         """Retrying is changing a dead letter: the `change` permission (the page itself stays read-only)."""
@@ -182,6 +186,7 @@ class FailedJobAdmin(JobAdminBase):
                 "Every dead letter matching the current filter is queued again, due now, attempts reset."
             ),
             button=_("Yes, retry them"),
+            destructive=False,
         )
 
     def delete_matching_view(self, request):
@@ -195,7 +200,7 @@ class FailedJobAdmin(JobAdminBase):
             button=_("Yes, delete them"),
         )
 
-    def _matching(self, request, change, *, title, question, button):
+    def _matching(self, request, change, *, title, question, button, destructive=True):
         """GET: what the current filter matches, to confirm; POST: change it in batches."""
         query = request.GET.urlencode()
         back = admin_url(self, "changelist") + (f"?{query}" if query else "")
@@ -224,4 +229,5 @@ class FailedJobAdmin(JobAdminBase):
             shown=list(queryset[: SHOWN + 1]),
             form_url="",
             cancel_url=back,
+            destructive=destructive,
         )

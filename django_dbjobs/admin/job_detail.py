@@ -7,7 +7,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from ..models import Job, JobStatus
-from . import display
+from . import dates, display
 from .masking import MASK, mask_value, masked_arguments, masked_job, masked_return_value
 
 
@@ -42,35 +42,45 @@ class JobDetailMixin:
             return "-"
         return display.pretty_json(masked_return_value(job.name, job.return_value))
 
+    @admin.display(description=_("id"))
+    def id_display(self, job: Job) -> str:
+        return format_html(
+            '<code class="dbjobs-id">{}</code> '
+            '<button type="button" class="button dbjobs-copy" data-copy="{}" hidden>{}</button>',
+            job.pk,
+            job.pk,
+            _("Copy"),
+        )
+
     @admin.display(description=_("timeline"))
     def timeline(self, job: Job) -> str:
-        rows = [[_("Enqueued"), display.when(job.enqueued_at), "", ""]]
-        if job.scheduled_for:
-            rows.append(
-                [_("Scheduled for (its schedule's due time)"), display.when(job.scheduled_for), "", ""]
-            )
-        rows.append([_("Due"), display.when(job.run_at), "", ""])
-        if job.started_at:
-            rows.append([_("First started"), display.when(job.started_at), "", ""])
+        """Every event of the job in time order, each with how long after the enqueue it came."""
+        events = [
+            (job.scheduled_for, _("Scheduled for (its schedule's due time)"), "", ""),
+            (job.enqueued_at, _("Enqueued"), "", ""),
+            (job.run_at, _("Due"), "", ""),
+            (job.started_at, _("First started"), "", ""),
+        ]
         for error in job.errors or []:
-            rows.append(
-                [
-                    _("Attempt %(n)s failed") % {"n": error.get("attempt", "?")},
-                    display.when(error.get("at")),
-                    error.get("worker", ""),
-                    display.short_text(error.get("summary", "")),
-                ]
-            )
-        if job.last_attempted_at:
-            rows.append(
-                [_("Last attempt started"), display.when(job.last_attempted_at), job.worker or "", ""]
-            )
-        if job.status == JobStatus.RUNNING:
-            rows.append([_("Running now"), "", job.worker or "", ""])
+            label = _("Attempt %(n)s failed") % {"n": error.get("attempt", "?")}
+            summary = display.short_text(error.get("summary", ""))
+            events.append((error.get("at"), label, error.get("worker", ""), summary))
+        events.append((job.last_attempted_at, _("Last attempt started"), job.worker or "", ""))
         if job.finished_at:
             finished = _("Finished: %(status)s") % {"status": job.get_status_display()}
-            rows.append([finished, display.when(job.finished_at), "", ""])
-        table = display.table([_("Event"), _("When"), _("Worker"), _("Detail")], rows)
+            events.append((job.finished_at, finished, "", ""))
+        # sorted() keeps the order above for equal times (enqueued, due, first started…);
+        # an error record whose time is not a time goes last, as it was stored.
+        timed = [(dates.parse(event[0]), *event) for event in events if event[0]]
+        timed.sort(key=lambda event: (event[0] is None, event[0] or job.enqueued_at))
+        rows = [
+            [label, dates.moment(stored), dates.offset(at, job.enqueued_at), worker, detail]
+            for at, stored, label, worker, detail in timed
+        ]
+        if job.status == JobStatus.RUNNING:
+            rows.append([_("Running now"), "", "", job.worker or "", ""])
+        headers = [_("Event"), _("When"), _("After enqueue"), _("Worker"), _("Detail")]
+        table = display.table(headers, rows)
         if job.worker_ids:
             table += format_html(
                 "<p>{}: {}</p>", _("Worker of each attempt since the last retry"), ", ".join(job.worker_ids)
@@ -85,7 +95,7 @@ class JobDetailMixin:
         rows = [
             [
                 error.get("attempt", "?"),
-                display.when(error.get("at")),
+                dates.moment(error.get("at")),
                 error.get("worker", ""),
                 format_html(
                     '<strong>{}</strong><details><summary>{}</summary><pre class="dbjobs-traceback">{}</pre>'

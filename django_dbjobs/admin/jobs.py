@@ -8,16 +8,15 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
-from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from .. import registry
 from ..models import Job, JobStatus
-from . import display
 from .audit import log_change
 from .confirm import confirm_action, confirm_page, selected_count
+from .job_columns import JobColumnsMixin
 from .job_detail import JobDetailMixin
+from .known_jobs import import_error_messages, known_jobs
 from .links import admin_url
 from .listing import FastListMixin, JobNameFilter, PriorityFilter, QueueFilter, enqueued_id_range
 
@@ -26,7 +25,7 @@ DETAIL_FIELDSETS = [
         None,
         {
             "fields": [
-                "id",
+                "id_display",
                 "name",
                 "status_display",
                 "queue",
@@ -42,7 +41,7 @@ DETAIL_FIELDSETS = [
 ]
 
 
-class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
+class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAdmin):
     """What the job list and the dead-letter list share: a read-only, fast list and detail page."""
 
     list_filter = ["status", QueueFilter, JobNameFilter, PriorityFilter]
@@ -68,6 +67,14 @@ class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
         # any status), nor actions other apps add to every admin (admin.site.add_action).
         return {name: action for name, action in actions.items() if name in (self.actions or ())}
 
+    def changelist_view(self, request, extra_context=None):
+        context = {"dbjobs_import_errors": import_error_messages(), **(extra_context or {})}
+        return super().changelist_view(request, context)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        context = {"dbjobs_import_errors": import_error_messages(), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, context)
+
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
         bounds = enqueued_id_range(request.GET)
@@ -85,29 +92,10 @@ class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
         except ValueError:
             # A job name, or else a unique key: one indexed condition each, never an OR of
             # the two (MariaDB merges both indexes and sorts every match).
-            if term in registry.discovered() or Job.objects.filter(name=term).exists():
+            if term in known_jobs() or Job.objects.filter(name=term).exists():
                 return queryset.filter(name=term), False
             return queryset.filter(unique_key=term), False
         return queryset.filter(pk=job_id), False
-
-    # The list's columns
-
-    @admin.display(description=_("id"), ordering="pk")
-    def short_id(self, job: Job) -> str:
-        # A UUIDv7 begins with its time: jobs enqueued together share the start, not the end.
-        return format_html('<span title="{}" style="white-space:nowrap">…{}</span>', job.pk, job.pk[-12:])
-
-    @admin.display(description=_("status"), ordering="status")
-    def status_display(self, job: Job) -> str:
-        return display.status_badge(job.status)
-
-    @admin.display(description=_("attempts"))
-    def attempts_display(self, job: Job) -> str:
-        return f"{job.attempts} / {job.max_attempts}"
-
-    @admin.display(description=_("last error"))
-    def last_error_short(self, job: Job) -> str:
-        return display.short_text(job.last_error) or "-"
 
     # Deleting one job from its page: fenced like the actions
 
@@ -162,19 +150,8 @@ class JobAdminBase(JobDetailMixin, FastListMixin, admin.ModelAdmin):
 
 @admin.register(Job)
 class JobAdmin(JobAdminBase):
-    list_display = [
-        "short_id",
-        "name",
-        "status_display",
-        "queue",
-        "priority",
-        "attempts_display",
-        "enqueued_at",
-        "run_at",
-        "finished_at",
-        "last_error_short",
-    ]
-    list_display_links = ["short_id", "name"]
+    list_display = ["id_column", "name_and_error", "status_and_attempts", "queue", "when"]
+    list_display_links = ["name_and_error"]
     ordering = ["-pk"]  # newest first: ids are UUIDv7, ordered by enqueue time
     actions = ["cancel"]
 

@@ -11,9 +11,9 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
-from .. import registry
 from ..conf import settings
 from ..models import Queue
+from .known_jobs import known_jobs
 
 #: The admin counts matching rows up to this many, then says "more than".
 COUNT_CAP = 10_000
@@ -48,7 +48,7 @@ class QueueFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         names = {settings.DEFAULT_QUEUE, *(settings.QUEUES or [])}
-        names |= {job.options.queue for job in registry.discovered().values() if job.options.queue}
+        names |= {job.options.queue for job in known_jobs().values() if job.options.queue}
         names |= set(Queue.objects.values_list("name", flat=True))
         if self.value():
             names.add(self.value())
@@ -65,7 +65,7 @@ class JobNameFilter(admin.SimpleListFilter):
     parameter_name = "name"
 
     def lookups(self, request, model_admin):
-        names = set(registry.discovered())
+        names = set(known_jobs())
         if self.value():
             names.add(self.value())
         return [(name, name) for name in sorted(names)]

@@ -5,9 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .. import registry
 from ..conf import settings
-from ..exceptions import UnknownJob
+from .known_jobs import known_jobs
 
 MASK = "********"
 
@@ -50,10 +49,10 @@ def masked_return_value(name: str, value: Any) -> Any:
 
 def _parameter_names(name: str) -> list[str]:
     """The positional parameters of a registered job, [] if this process does not know it."""
+    registered = known_jobs().get(name)
     try:
-        func = registry.get(name).func
-        parameters = inspect.signature(func).parameters.values()
-    except (UnknownJob, TypeError, ValueError):
+        parameters = inspect.signature(registered.func).parameters.values() if registered else []
+    except (TypeError, ValueError):
         return []
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [parameter.name for parameter in parameters if parameter.kind in positional]

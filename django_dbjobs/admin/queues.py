@@ -12,8 +12,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from ..exceptions import InvalidJob
-from ..models import Overview, Queue, WorkerProcess
-from ..queue_stats import finished_per_minute, queue_rows
+from ..models import Overview, Queue
+from ..queue_stats import finished_per_minute
+from ..status import read_status, standing_problems
 from . import display
 from .audit import log_change
 from .chart import throughput_svg
@@ -33,12 +34,20 @@ class QueuePageMixin:
         return HttpResponseRedirect(admin_url(self, "changelist"))
 
     def queue_context(self, request) -> dict:
-        rows = queue_rows()
-        for row in rows:
+        """The queues with their counts, and what dbjobs_status would report as wrong with them."""
+        status = read_status()
+        waiting_unknown: dict[str, int] = {}
+        for unknown in status.unknown:
+            waiting_unknown[unknown.queue] = waiting_unknown.get(unknown.queue, 0) + unknown.count
+        for row in status.queues:
             row.lag_text = display.seconds_text(row.lag)
+            row.unserved = bool(row.due) and not row.paused and not status.served(row.name)
+            row.unknown = waiting_unknown.get(row.name, 0)
         can_pause = request.user.has_perm("django_dbjobs.change_queue")
         return {
-            "queue_rows": rows,
+            "queue_rows": status.queues,
+            "problems": standing_problems(status),
+            "live_workers_list": status.workers,
             "can_pause": can_pause,
             "pause_url": admin_url(self, "pause", model="queue"),
             "resume_url": admin_url(self, "resume", model="queue"),
@@ -122,9 +131,10 @@ class OverviewAdmin(QueuePageMixin, admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         minutes = finished_per_minute(60)
-        workers = list(WorkerProcess.objects.live())
+        queues = self.queue_context(request)
+        workers = queues["live_workers_list"]
         context = {
-            **self.queue_context(request),
+            **queues,
             "chart": throughput_svg(minutes),
             "succeeded_last_hour": sum(m.succeeded for m in minutes),
             "failed_last_hour": sum(m.failed for m in minutes),

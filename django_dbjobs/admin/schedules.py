@@ -8,52 +8,41 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
 from django.http import HttpResponseRedirect
 from django.urls import path
-from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
 from ..exceptions import DbJobsError
 from ..models import DefinedIn, Job, Schedule
-from ..schedule_report import _local, state
 from ..schedules import KEYS
-from . import display
 from .confirm import confirm_action
+from .known_jobs import import_error_messages, known_jobs
 from .links import admin_url
-from .masking import masked_arguments
+from .schedule_columns import ScheduleColumnsMixin
+from .schedule_form import ScheduleForm
 
 #: The fields a DBJOBS_SCHEDULES entry also gives, in the form's order ("enabled" apart).
 DEFINITION_FIELDS = ["name", *(key for key in KEYS if key != "enabled")]
 STATE_FIELDS = [
     "defined_in",
     "state_display",
-    "next_run_local",
-    "next_due_at",
+    "next_run",
     "last_run_display",
-    "last_fired_at",
+    "last_fired_display",
     "last_manual_display",
     "last_error",
-    "removed_at",
+    "removed_display",
 ]
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(admin.ModelAdmin):
-    list_display = [
-        "name",
-        "cron",
-        "timezone",
-        "job",
-        "enabled",
-        "next_run_local",
-        "next_due_at",
-        "last_run_display",
-        "state_display",
-    ]
+class ScheduleAdmin(ScheduleColumnsMixin, admin.ModelAdmin):
+    list_display = ["name_and_state", "job_display", "cron_display", "next_run", "last_run_display"]
     list_filter = ["enabled", "defined_in"]
     search_fields = ["name", "job"]
     actions = ["enable_schedules", "disable_schedules", "run_now", "delete_schedules"]
     change_form_template = "admin/django_dbjobs/schedule_change_form.html"
+    form = ScheduleForm
 
     def get_fieldsets(self, request, obj=None):
         options = DEFINITION_FIELDS[4:9]
@@ -76,14 +65,6 @@ class ScheduleAdmin(admin.ModelAdmin):
     def _from_settings(obj) -> bool:
         return obj is not None and obj.defined_in == DefinedIn.SETTINGS
 
-    @admin.display(description=gettext_lazy("positional arguments"))
-    def args_display(self, schedule: Schedule) -> str:
-        return display.pretty_json(masked_arguments(schedule.job, schedule.args, schedule.kwargs)[0])
-
-    @admin.display(description=gettext_lazy("keyword arguments"))
-    def kwargs_display(self, schedule: Schedule) -> str:
-        return display.pretty_json(masked_arguments(schedule.job, schedule.args, schedule.kwargs)[1])
-
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.defined_in == DefinedIn.SETTINGS and obj.removed_at is None:
             return False  # the next worker start would create it again: remove it from the setting
@@ -92,44 +73,6 @@ class ScheduleAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         status = Job.objects.filter(pk=OuterRef("last_job_id")).values("status")[:1]
         return super().get_queryset(request).annotate(last_job_status=Subquery(status))
-
-    # Columns
-
-    @admin.display(description=_("next run (local)"), ordering="next_due_at")
-    def next_run_local(self, schedule: Schedule) -> str:
-        text = _local(schedule.next_due_at, schedule.timezone)
-        return f"{text[:19].replace('T', ' ')} {schedule.timezone}" if text else "-"
-
-    @admin.display(description=_("last run"), ordering="last_due_at")
-    def last_run_display(self, schedule: Schedule) -> str:
-        if not schedule.last_job_id:
-            return "-"
-        status = getattr(schedule, "last_job_status", None)
-        link = admin_url(self, "change", quote(schedule.last_job_id), model="job")
-        return format_html(
-            '{} <a href="{}">{}</a>',
-            _local(schedule.last_due_at, schedule.timezone)[:19].replace("T", " ")
-            if schedule.last_due_at
-            else "",
-            link,
-            display.status_badge(status) if status else _("(deleted)"),
-        )
-
-    @admin.display(description=_("last manual run"))
-    def last_manual_display(self, schedule: Schedule) -> str:
-        if not schedule.last_manual_job_id:
-            return "-"
-        link = admin_url(self, "change", quote(schedule.last_manual_job_id), model="job")
-        return format_html(
-            '{} <a href="{}">{}</a>', schedule.last_manual_at, link, schedule.last_manual_job_id
-        )
-
-    @admin.display(description=_("state"))
-    def state_display(self, schedule: Schedule) -> str:
-        text = state(schedule)
-        if schedule.last_error:
-            return format_html('<span class="dbjobs-paused" title="{}">{}</span>', schedule.last_error, text)
-        return text
 
     # Actions
 
@@ -153,23 +96,27 @@ class ScheduleAdmin(admin.ModelAdmin):
             self._run_now(request, schedule)
 
     def _run_now(self, request, schedule: Schedule) -> None:
+        # Each message starts with "Schedule": the admin capitalises a message's first letter,
+        # and the schedule's name is shown as it was written.
+        not_run = _("Schedule %(name)s was not run: %(error)s")
+        errors = import_error_messages()
+        if errors and schedule.job not in known_jobs():
+            # Enqueuing by name would import the job modules again, and raise.
+            self.message_user(request, not_run % {"name": schedule.name, "error": errors[0]}, messages.ERROR)
+            return
         try:
             job, created = schedule.run_now()
         except DbJobsError as exc:
-            self.message_user(
-                request,
-                _("%(name)s was not run: %(error)s") % {"name": schedule.name, "error": exc},
-                messages.ERROR,
-            )
+            self.message_user(request, not_run % {"name": schedule.name, "error": exc}, messages.ERROR)
             return
         if created:
             self.message_user(
-                request, _("%(name)s enqueued job %(job)s.") % {"name": schedule.name, "job": job.pk}
+                request, _("Schedule %(name)s enqueued job %(job)s.") % {"name": schedule.name, "job": job.pk}
             )
         else:
             self.message_user(
                 request,
-                _("%(name)s was not run: its previous job %(job)s is still active (no overlap).")
+                _("Schedule %(name)s was not run: its previous job %(job)s is still active (no overlap).")
                 % {"name": schedule.name, "job": job.pk},
                 messages.WARNING,
             )
@@ -232,6 +179,10 @@ class ScheduleAdmin(admin.ModelAdmin):
             raise PermissionDenied
         self._run_now(request, schedule)
         return HttpResponseRedirect(admin_url(self, "change", quote(schedule.pk), model="schedule"))
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        context = {"dbjobs_import_errors": import_error_messages(), **(extra_context or {})}
+        return super().changeform_view(request, object_id, form_url, context)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         context = {

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..conf import settings
 from ..models import Job, JobStatus, WorkerProcess
-from . import display
+from . import dates, display
 from .links import admin_url
 
 
@@ -23,7 +23,7 @@ class WorkerProcessAdmin(admin.ModelAdmin):
         "pid",
         "queues_display",
         "concurrency",
-        "started_at",
+        "started_display",
         "heartbeat_display",
         "running_display",
     ]
@@ -63,13 +63,20 @@ class WorkerProcessAdmin(admin.ModelAdmin):
     def queues_display(self, worker: WorkerProcess) -> str:
         return ", ".join(worker.queues) if worker.queues else _("all")
 
+    @admin.display(description=_("started"), ordering="started_at")
+    def started_display(self, worker: WorkerProcess) -> str:
+        return dates.moment(worker.started_at)
+
     @admin.display(description=_("last heartbeat"), ordering="heartbeat_at")
     def heartbeat_display(self, worker: WorkerProcess) -> str:
         age = worker.heartbeat_age.total_seconds()
         text = _("%(duration)s ago") % {"duration": display.seconds_text(age)}
+        when = dates.utc_text(worker.heartbeat_at)
         if age > settings.HEARTBEAT_TIMEOUT:
-            return format_html('<span class="dbjobs-paused">{} ({})</span>', text, _("presumed dead"))
-        return text
+            return format_html(
+                '<span class="dbjobs-paused" title="{}">{} ({})</span>', when, text, _("presumed dead")
+            )
+        return format_html('<span title="{}">{}</span>', when, text)
 
     @admin.display(description=_("running jobs"), ordering="running_count")
     def running_display(self, worker: WorkerProcess) -> str:
@@ -91,7 +98,7 @@ class WorkerProcessAdmin(admin.ModelAdmin):
                 job.name,
                 job.queue,
                 f"{job.attempts} / {job.max_attempts}",
-                display.ago(job.last_attempted_at),
+                dates.moment(job.last_attempted_at),
             ]
             for job in jobs
         ]

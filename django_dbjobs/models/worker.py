@@ -35,3 +35,7 @@ class WorkerProcess(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+    def serves(self, queue: str) -> bool:
+        """Whether this worker takes jobs from `queue` (no queues given: every queue)."""
+        return not self.queues or queue in self.queues

@@ -1,0 +1,112 @@
+"""JobFunction: a function registered as a job, with its options; how a worker runs it."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import async_jobs
+from .exceptions import InvalidJobArguments
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Defaults a registered job brings to enqueue(); None means the setting's default."""
+
+    queue: str | None = None
+    priority: int | None = None
+    max_attempts: int | None = None
+    backoff: float | None = None
+    #: Seconds a run may take before it is interrupted (timeouts.py); None: DBJOBS_DEFAULT_TIMEOUT.
+    timeout: float | None = None
+
+
+class JobFunction:
+    """A registered job: call it to run it now, or `.enqueue(...)` to run it later."""
+
+    #: Whether finished() has a dead-lettered attempt logged with its traceback (a Task's,
+    #: by Django's task_finished receiver), so that the worker does not log it a second time.
+    finished_logs_failure = False
+
+    def __init__(self, func: Callable, name: str, options: JobOptions):
+        self.func = func
+        self.name = name
+        self.options = options
+        functools.update_wrapper(self, func)
+        self._fits = _arguments_checker(func)
+
+    def check_arguments(self, args: tuple | list, kwargs: dict) -> None:
+        """Raise InvalidJobArguments unless ``func(*args, **kwargs)`` fits the signature."""
+        if self._fits is None or (not kwargs and self._fits(len(args))):
+            return
+        signature = inspect.signature(self.func)
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InvalidJobArguments(f"The arguments do not fit {self.name}{signature}: {exc}.") from None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def run(self, job) -> Any:
+        """Run the function for a claimed job, in the worker's job thread; return its value.
+
+        An ``async def`` job runs to completion on an event loop of its own; code in it
+        that calls ``sync_to_async`` comes back to this thread and its connection.
+        """
+        if self.is_async:
+            return async_jobs.run(self.func, job.args, job.kwargs, key=job.pk)
+        return self.func(*job.args, **job.kwargs)
+
+    def finished(self, job, status: str, failure: BaseException | None) -> None:
+        """Called in the worker after an attempt's outcome is stored (a hook for Tasks)."""
+
+    @functools.cached_property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+    def __repr__(self) -> str:
+        return f"<JobFunction {self.name}>"
+
+    def enqueue(self, *args: Any, **options: Any):
+        """Enqueue this job; see django_dbjobs.enqueue() for the options."""
+        from .enqueuing import enqueue
+
+        return enqueue(self, *args, **options)
+
+    def enqueue_many(self, arguments, **options: Any):
+        """Enqueue this job once per tuple of positional arguments; see django_dbjobs.enqueue_many()."""
+        from .enqueuing import enqueue_many
+
+        return enqueue_many(self, arguments, **options)
+
+    async def aenqueue(self, *args: Any, **options: Any):
+        """Enqueue this job from async code; see django_dbjobs.aenqueue()."""
+        from .enqueuing import aenqueue
+
+        return await aenqueue(self, *args, **options)
+
+
+def _arguments_checker(func: Callable) -> Callable[[int], bool] | None:
+    """A quick test of a positional-only call's argument count; None if the signature is unknown.
+
+    A count it accepts always binds; anything else goes through inspect's bind() for
+    an exact message.
+    """
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+    lowest = most = 0
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            most += 1
+            lowest += parameter.default is parameter.empty
+        elif parameter.kind is parameter.VAR_POSITIONAL:
+            most = 1 << 30
+        elif parameter.kind is parameter.KEYWORD_ONLY and parameter.default is parameter.empty:
+            return lambda count: False  # always needs a keyword: bind() decides
+    return lambda count: lowest <= count <= most

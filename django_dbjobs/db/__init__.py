@@ -13,7 +13,7 @@ from django.db import connections, models
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from ..exceptions import MissingMigrations, UnsupportedDatabase
+from ..exceptions import UnsupportedDatabase
 from .errors import ErrorKind, classify
 from .indexes import (
     FailedJobsIndex,
@@ -23,6 +23,7 @@ from .indexes import (
     RunningJobsIndex,
     UniqueKeyIndex,
 )
+from .migration_history import pending_migrations, require_migrated
 
 __all__ = [
     "ErrorKind",
@@ -33,6 +34,8 @@ __all__ = [
     "RunningJobsIndex",
     "UniqueKeyIndex",
     "error_kind",
+    "pending_migrations",
+    "require_migrated",
 ]
 
 SQLITE_RECOMMENDED_OPTIONS = {
@@ -45,42 +48,6 @@ SQLITE_RECOMMENDED_OPTIONS = {
 def error_kind(exc: BaseException, using: str = "default") -> ErrorKind:
     """Whether `exc` is an outage (wait it out), bad data (fail one job) or a setup error."""
     return classify(exc, connections[using].vendor)
-
-
-def pending_migrations(using: str = "default") -> list[str]:
-    """The django_dbjobs migrations a worker needs that are not yet applied to this database.
-
-    Index-only migrations are left out (see online_index.py): a worker runs without them.
-    A database that applied only some of the migrations the initial one replaces lacks
-    the rest (see migration_history.py), which Django's plan does not show.
-    """
-    from django.db.migrations.executor import MigrationExecutor
-
-    from .migration_history import APP_LABEL, missing_replaced_migrations
-
-    missing = missing_replaced_migrations(using)
-    if missing:
-        return [f"{APP_LABEL}.{name}" for name in missing]
-    executor = MigrationExecutor(connections[using])
-    targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_dbjobs"]
-    plan = executor.migration_plan(targets)
-    from .online_index import is_index_only
-
-    return [
-        f"{migration.app_label}.{migration.name}"
-        for migration, backwards in plan
-        if not backwards and not is_index_only(migration)
-    ]
-
-
-def require_migrated(using: str = "default") -> None:
-    """Raise MissingMigrations, saying to run migrate, if this database lacks migrations a worker needs."""
-    pending = pending_migrations(using)
-    if pending:
-        raise MissingMigrations(
-            f"The database {using!r} lacks django_dbjobs migrations ({', '.join(pending)}). "
-            "Run `python manage.py migrate`."
-        )
 
 
 def lock_or_skip(queryset):

@@ -66,13 +66,28 @@ def fill(cursor):
         cursor.execute("ANALYZE django_dbjobs_job" if vendor == "postgresql" else "ANALYZE")
 
 
-@pytest.mark.parametrize("include_waiting", [True, False], ids=["any", "none-waiting-to-run-alone"])
-def test_claim_is_an_index_scan_with_a_million_finished_jobs(include_waiting):
-    sql, params = Job.objects.claim_sql("w", 100, None, include_waiting=include_waiting)
+def empty(cursor):
+    """Remove the rows fill() wrote, faster than the DELETE that ends a test on MySQL (a minute here)."""
+    table = Job._meta.db_table
+    if connection.vendor == "postgresql":
+        cursor.execute(f"TRUNCATE {table}")
+    elif connection.vendor == "mysql":
+        cursor.execute(f"TRUNCATE TABLE {table}")
+    else:
+        cursor.execute(f"DELETE FROM {table}")
+
+
+def test_claim_is_an_index_scan_with_a_million_finished_jobs():
     with connection.cursor() as cursor:
         fill(cursor)
-        assert Job.objects.filter(status="READY").count() == READY
-        assert_on_the_claim_index(cursor, sql, params)
+        try:
+            assert Job.objects.filter(status="READY").count() == READY
+            # Both shapes of the claim: any ready job, or none waiting to run alone.
+            for include_waiting in (True, False):
+                sql, params = Job.objects.claim_sql("w", 100, None, include_waiting=include_waiting)
+                assert_on_the_claim_index(cursor, sql, params)
+        finally:
+            empty(cursor)
 
 
 @pytest.mark.skipif(

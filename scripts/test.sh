@@ -2,11 +2,13 @@
 # Run the whole test suite on SQLite, PostgreSQL and MariaDB/MySQL, in a fresh-if-needed
 # virtualenv (.venv). Usage: make test   (or: bash scripts/test.sh [pytest args])
 #
-# The three databases run at the same time, each in its own pytest process: most of the
-# suite's time is spent waiting (on worker processes, leases, signals), not computing, so
-# three sessions side by side take about as long as the slowest one. Each session's
-# output goes to .test-logs/<database>.log and is printed when it ends.
-# DBJOBS_TEST_SERIAL=1 runs them one after another instead, output streamed.
+# The databases run at the same time, each in two pytest processes with test databases of
+# their own: one runs the chaos tests (CHAOS below: kill -9, frozen workers, supervisors,
+# schedulers racing), which spend their time waiting on worker processes, leases and
+# signals; the other runs the rest, which computes. Side by side they take about as long
+# as the slowest one. Each session's output goes to .test-logs/<session>.log and is
+# printed when it ends. Given test paths, each database runs them in one session.
+# DBJOBS_TEST_SERIAL=1 runs one session per database, one after another, output streamed.
 #
 # DBJOBS_TEST_POSTGRES_URL / DBJOBS_TEST_MYSQL_URL pick the servers (defaults: the local
 # ones). A database whose server does not answer is skipped and reported; with
@@ -21,6 +23,8 @@ SERIAL=${DBJOBS_TEST_SERIAL:-0}
 # DBJOBS_TEST_DATABASES limits the run, e.g. "sqlite" (default: "sqlite postgres mysql").
 DATABASES=" ${DBJOBS_TEST_DATABASES:-sqlite postgres mysql} "
 LOGS=.test-logs
+# The chaos tests: about half of each database's time, spent waiting.
+CHAOS=(tests/test_supervisor.py tests/test_faults.py tests/test_reliability.py tests/test_scheduler.py tests/test_prefetch.py)
 
 source scripts/venv.sh
 # DBJOBS_TEST_EXTRAS adds extras, e.g. "test,postgres,tasks" for the django-tasks backport on Django 5.2.
@@ -46,12 +50,26 @@ run_suite() {  # name url
     echo "=== $name ==="
     DBJOBS_TEST_DATABASE_URL=$url "$VENV/bin/python" -m pytest "${PYTEST_ARGS[@]}"
     record "$name" $?
+  elif [ "$PATHS_GIVEN" = 1 ]; then
+    start_session "$name" "$url"
   else
-    echo "$name: started (output in $LOGS/$name.log)"
-    DBJOBS_TEST_DATABASE_URL=$url "$VENV/bin/python" -m pytest "${PYTEST_ARGS[@]}" >"$LOGS/$name.log" 2>&1 &
-    names+=("$name")
-    pids+=($!)
+    start_session "$name" "$url" "${CHAOS[@]/#/--ignore=}"
+    start_session "$name-chaos" "$(chaos_database "$url")" "${CHAOS[@]}"
   fi
+}
+chaos_database() {  # url: the same server, another database name (SQLite's test file is per process)
+  python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1])
+print(p._replace(path=p.path + "_chaos").geturl() if p.scheme != "sqlite" else sys.argv[1])' "$1"
+}
+start_session() {  # name url [pytest args]
+  local name=$1 url=$2
+  shift 2
+  echo "$name: started (output in $LOGS/$name.log)"
+  # A test that restarts the server would cut the other session on it short: those run last.
+  DBJOBS_TEST_DATABASE_URL=$url "$VENV/bin/python" -m pytest "${RESTARTS_LATER[@]}" "$@" "${PYTEST_ARGS[@]}" \
+    >"$LOGS/$name.log" 2>&1 &
+  names+=("$name")
+  pids+=($!)
 }
 record() {  # name exit-status
   if [ "$2" -eq 0 ]; then results+=("$1: passed"); else results+=("$1: FAILED (pytest exit $2)"); status=1; fi
@@ -65,19 +83,27 @@ skip_suite() {  # name reason
 }
 
 PYTEST_ARGS=("$@")
+PATHS_GIVEN=0
+for arg in "$@"; do [ -e "${arg%%::*}" ] && PATHS_GIVEN=1; done
+RESTARTS=0
+declare -a RESTARTS_LATER=() servers=()
+if [ "${DBJOBS_TEST_RESTART_DATABASES:-0}" = 1 ] && [ "$SERIAL" != 1 ]; then
+  RESTARTS=1
+  RESTARTS_LATER=(-m "not restarts_database")
+fi
 echo "Django $("$VENV/bin/python" -c 'import django; print(django.get_version())') on $("$VENV/bin/python" --version)"
 [[ $DATABASES == *" sqlite "* ]] && run_suite SQLite "sqlite:///$PWD/tests/dbjobs.sqlite3"
 
 read -r host port <<<"$(host_port "$PG_URL")"
 if [[ $DATABASES != *" postgres "* ]]; then :
-elif port_open "$host" "${port:-5432}"; then run_suite PostgreSQL "$PG_URL"
+elif port_open "$host" "${port:-5432}"; then run_suite PostgreSQL "$PG_URL"; servers+=("PostgreSQL=$PG_URL")
 else skip_suite PostgreSQL "no server answers at $host:${port:-5432}"; fi
 
 read -r host port <<<"$(host_port "$MY_URL")"
 if [[ $DATABASES != *" mysql "* ]]; then :
 elif ! "$VENV/bin/python" -c "import MySQLdb" 2>/dev/null; then
   skip_suite MariaDB "mysqlclient is not installed (needs libmariadb-dev and pkg-config)"
-elif port_open "$host" "${port:-3306}"; then run_suite MariaDB "$MY_URL"
+elif port_open "$host" "${port:-3306}"; then run_suite MariaDB "$MY_URL"; servers+=("MariaDB=$MY_URL")
 else skip_suite MariaDB "no server answers at $host:${port:-3306}"; fi
 
 # Print each session's output as it ends, in the order they end.
@@ -96,6 +122,19 @@ while [ ${#pids[@]} -gt 0 ]; do
   done
   pids=("${pids[@]}") names=("${names[@]}")
 done
+
+# The tests that restart a server, one server at a time, once nothing else runs on it.
+if [ "$RESTARTS" = 1 ]; then
+  for server in "${servers[@]}"; do
+    name=${server%%=*}-restarts
+    echo
+    echo "=== $name ==="
+    DBJOBS_TEST_DATABASE_URL=${server#*=} "$VENV/bin/python" -m pytest -m restarts_database "${PYTEST_ARGS[@]}"
+    code=$?
+    [ $code -eq 5 ] && code=0  # none selected (test paths given without one)
+    record "$name" $code
+  done
+fi
 
 echo
 echo "=== Summary ($(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s) ==="

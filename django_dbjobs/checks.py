@@ -235,11 +235,18 @@ def check_jobs(app_configs=None, **kwargs):
 def unimported_job_warnings() -> list[checks.Warning]:
     """A registered job whose module workers do not import: they would hand its jobs back as unknown.
 
-    Looks at the jobs registered in this process when the checks run (the URLconf and
-    its views are imported by then), so a ``@job`` in a helper module a view imports is
-    found before its first enqueue.
+    Looks at the jobs registered in this process once its URLconf, and so its views, are
+    imported, so a ``@job`` in a helper module a view imports is found before its first
+    enqueue.
     """
+    from django.urls import get_resolver
+
     from . import discovery, registry
+
+    try:
+        get_resolver().url_patterns  # noqa: B018 - imports the URLconf, as check_url_config does
+    except Exception:  # noqa: BLE001 - a broken URLconf is Django's own check's to report
+        pass
 
     return [
         checks.Warning(

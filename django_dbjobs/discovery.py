@@ -1,11 +1,12 @@
 """Which modules a worker imports to find jobs, and what to say about a job defined elsewhere.
 
-A worker knows only the jobs registered by the modules it imports at start
-(registry.autodiscover()): each installed app's ``jobs`` and ``tasks`` modules and
-DBJOBS_JOB_MODULES. A ``@job`` in any other module (``shop/helpers.py``, imported by a
-view) is registered in the web process, so enqueue() accepts it, but every worker hands
-its jobs back until DBJOBS_UNKNOWN_JOB_GRACE dead-letters them. Saying so at enqueue,
-in a system check and in the worker's log is what makes that mistake visible.
+A worker knows only the jobs registered by the modules it imports at start: each
+installed app's ``jobs`` and ``tasks`` modules and DBJOBS_JOB_MODULES (registry.
+autodiscover()), the apps and their models, and what those import (startup_imports.py).
+A ``@job`` in any other module (``shop/helpers.py``, imported by a view) is registered
+in the web process, so enqueue() accepts it, but every worker hands its jobs back until
+DBJOBS_UNKNOWN_JOB_GRACE dead-letters them. Saying so at enqueue, in a system check and in
+the worker's log is what makes that mistake visible.
 """
 
 from __future__ import annotations
@@ -15,11 +16,8 @@ import os
 import sys
 import threading
 import warnings
-from types import ModuleType
 
-from django.apps import apps
-
-from . import registry
+from . import registry, startup_imports
 from .conf import settings
 from .exceptions import UnimportedJobWarning
 
@@ -31,34 +29,18 @@ _lock = threading.Lock()
 
 
 def imported_by_workers(registered: registry.JobFunction) -> bool:
-    """Whether a worker would know `registered`: workers import its module, or a module that holds it."""
+    """Whether a worker would know `registered`: its module is one a worker imports as it starts."""
     module = registered.func.__module__
-    roots = [f"{app.name}.{name}" for app in apps.get_app_configs() for name in registry.AUTODISCOVER_MODULES]
-    roots += settings.JOB_MODULES
-    if any(module == root or module.startswith(root + ".") for root in roots):
+    if module in registry.job_modules():
         return True
-    return _held_by_a_worker_module(registered)
+    global _imported_at_start
+    if _imported_at_start is None:
+        _imported_at_start = startup_imports.imported_at_start()
+    return module in _imported_at_start
 
 
-def _held_by_a_worker_module(registered: registry.JobFunction) -> bool:
-    """Whether a module workers import holds the job, its task or its module: it imports them.
-
-    ``from .helpers import send_receipt`` in ``shop/jobs.py`` registers the job in every
-    worker although it is defined in ``shop.helpers``.
-    """
-    try:
-        registry.discovered()  # imports the modules workers import, once per process
-    except Exception:  # noqa: BLE001 - a broken job module is reported by the worker and the admin
-        return False
-    module = registered.func.__module__
-    for name in registry.job_modules():
-        namespace = getattr(sys.modules.get(name), "__dict__", {})
-        for value in namespace.values():
-            if value is registered or getattr(value, "func", None) is registered.func:
-                return True
-            if isinstance(value, ModuleType) and value.__name__ == module:
-                return True
-    return False
+#: startup_imports.imported_at_start(), read once per process (again when the settings change).
+_imported_at_start: set[str] | None = None
 
 
 def unimported_message(registered: registry.JobFunction) -> str:
@@ -82,24 +64,28 @@ def modules_sentence() -> str:
 
 
 def warn_if_unimported(registered: registry.JobFunction) -> None:
-    """Warn once per job name (a warning and a log line) if no worker would know this job."""
+    """Warn once per job name (a warning and a log line) if no worker would know this job.
+
+    Where warnings are errors (``-W error``), every enqueue of the job raises, not the
+    first alone: the name is marked as looked at only once the warning was given.
+    """
     if registered.name in _looked_at:
         return
     with _lock:
-        if registered.name in _looked_at:
-            return
-        _looked_at.add(registered.name)
-    if imported_by_workers(registered):
-        return
-    message = unimported_message(registered)
-    logger.warning(message)
-    filename, lineno, module = _caller()
-    warnings.warn_explicit(message, UnimportedJobWarning, filename, lineno, module=module)
+        known = imported_by_workers(registered)
+    if not known:
+        message = unimported_message(registered)
+        logger.warning(message)
+        filename, lineno, module = _caller()
+        warnings.warn_explicit(message, UnimportedJobWarning, filename, lineno, module=module)
+    _looked_at.add(registered.name)
 
 
 def forget() -> None:
     """Look at every job again on its next enqueue (the settings changed)."""
+    global _imported_at_start
     _looked_at.clear()
+    _imported_at_start = None
 
 
 settings.on_reload(forget)

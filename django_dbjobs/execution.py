@@ -16,7 +16,7 @@ from .context import running
 from .exceptions import MissingMigrations, UnknownJob
 from .models import Isolation, Job, JobStatus
 from .outage import Outage
-from .outcomes import error_record, from_the_job, unstorable_error
+from .outcomes import error_record, unstorable_error, without_worker_frames
 from .retry import RetryPolicy
 from .signals import job_failed, job_finished, job_started, send
 
@@ -108,12 +108,12 @@ def _run(
             result = validation.return_value(result, db.rejects_nul(job._state.db))
             validation.return_value_size(result)
         except Exception as exc:  # noqa: BLE001 - not JSON data, too large, or too deep to check
-            return _unstorable(job, worker, from_the_job(exc), outage, by_database=False)
+            return _unstorable(job, worker, without_worker_frames(exc), outage, by_database=False)
         if on_success is not None and not alone:
             on_success(job, result)
             return JobStatus.SUCCESSFUL
         return store_success(job, worker, result, outage)
-    return record_failure(job, worker, from_the_job(failure), registered, outage)
+    return record_failure(job, worker, without_worker_frames(failure), registered, outage)
 
 
 def record_failure(
@@ -151,7 +151,7 @@ def store_success(job: Job, worker: str, value: Any, outage: Outage) -> str | No
         _dropped(job, JobStatus.SUCCESSFUL)
         return None
     except Exception as exc:  # noqa: BLE001 - a value the database refuses (classified by _write)
-        return _unstorable(job, worker, from_the_job(exc), outage, by_database=True)
+        return _unstorable(job, worker, without_worker_frames(exc), outage, by_database=True)
 
 
 def _unstorable(job: Job, worker: str, exc: BaseException, outage: Outage, by_database: bool) -> str | None:

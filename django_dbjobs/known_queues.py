@@ -2,8 +2,9 @@
 
 Without DBJOBS_QUEUES any well-formed name is a queue, so ``run_jobs --queues
 emails,emial`` starts happily and the jobs of the misspelled queue wait forever. A name
-that no registered job, schedule or setting gives and no job in the table has is most
-likely a typo: the worker says so when it starts, with the closest known name.
+that no registered job, schedule or setting gives and no waiting, running or failed job
+has is most likely a typo: the worker says so when it starts (run_jobs --processes, once),
+with the closest known name.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from django.db import DatabaseError, InterfaceError
 
 from . import registry
 from .conf import settings
-from .models import Job, Queue, Schedule
+from .models import Job, JobStatus, Queue, Schedule
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -36,18 +37,25 @@ def declared() -> set[str]:
 
 
 def unused(queues: list[str], using: str = "default") -> list[str]:
-    """The names among `queues` that nothing declares and no job, schedule or paused queue has.
+    """The names among `queues` that nothing declares and no schedule, paused queue or job has.
 
-    The table is read only for names the code does not declare, so a worker started with
-    its usual queues makes no query for this.
+    The tables are read only for names the code does not declare, so a worker started
+    with its usual queues makes no query for this. Of the jobs, only the failed (their
+    index begins with the queue), running (a few) and ready ones are read, never the
+    finished successes, which may be millions.
     """
     known = declared()
     left = [name for name in queues if name not in known]
-    if left:
-        left = [name for name in left if not Schedule.objects.using(using).filter(queue=name).exists()]
-    if left:
-        left = [name for name in left if not Queue.objects.using(using).filter(name=name).exists()]
-    return [name for name in left if not Job.objects.using(using).filter(queue=name).exists()]
+    jobs = Job.objects.using(using)
+    for used in (
+        lambda name: Schedule.objects.using(using).filter(queue=name).exists(),
+        lambda name: Queue.objects.using(using).filter(name=name).exists(),
+        lambda name: jobs.filter(status=JobStatus.FAILED, queue=name).exists(),
+        lambda name: jobs.filter(status=JobStatus.RUNNING, queue=name).exists(),
+        lambda name: jobs.filter(status=JobStatus.READY, queue=name).exists(),
+    ):
+        left = [name for name in left if not used(name)]
+    return left
 
 
 def warn_unused(queues: list[str], using: str = "default") -> None:
@@ -63,9 +71,9 @@ def warn_unused(queues: list[str], using: str = "default") -> None:
     for name in names:
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
         logger.warning(
-            "Queue %r is not used by any registered job, schedule or setting, and no job in the table "
-            "has it: jobs enqueued on a misspelled queue wait forever.%s Set DBJOBS_QUEUES to make "
-            "unknown queue names an error.",
+            "Queue %r is not used by any registered job, schedule or setting, and no job waiting, "
+            "running or failed has it: jobs enqueued on a misspelled queue wait forever.%s Set "
+            "DBJOBS_QUEUES to make unknown queue names an error.",
             name,
             f" Did you mean {close[0]!r}?" if close else "",
         )

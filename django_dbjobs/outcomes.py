@@ -53,17 +53,24 @@ def unstorable_error(exc: BaseException, job: Job, worker: str, by_database: boo
     return error_record(exc, job, worker, summary=f"UnstorableResult: the job ran, but {reason}: {message}")
 
 
-def from_the_job(exc: BaseException) -> BaseException:
+def without_worker_frames(exc: BaseException) -> BaseException:
     """Cut the worker's frames from the top of `exc`'s traceback, so that it starts in the job's code.
 
     Logged and stored, a job's traceback then reads as it would had the job been called
     directly; a failure raised before the job's code ran (its arguments did not fit) keeps
     no frame at all.
     """
-    frames = exc.__traceback__
-    while frames is not None and frames.tb_frame.f_globals.get("__name__", "").startswith(_RUNNER_MODULES):
-        frames = frames.tb_next
-    return exc.with_traceback(frames)
+    try:
+        frames = exc.__traceback__
+        while frames is not None and _is_runner(frames.tb_frame):
+            frames = frames.tb_next
+        return exc.with_traceback(frames)
+    except Exception:  # noqa: BLE001 - an exception that misbehaves is recorded as it is
+        return exc
+
+
+def _is_runner(frame) -> bool:
+    return frame.f_globals.get("__name__", "").startswith(_RUNNER_MODULES)
 
 
 def clean_text(text: str) -> str:

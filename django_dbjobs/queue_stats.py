@@ -11,6 +11,7 @@ from django.db.models.functions import Now, TruncMinute
 from . import db
 from .conf import settings
 from .models import Job, JobStatus, Queue
+from .models.states import HANDED_BACK_PREFIX
 
 
 @dataclass
@@ -25,6 +26,8 @@ class QueueRow:
     paused_by: str = ""
     #: Seconds the oldest due job has waited (the queue's lag), by the database clock.
     lag: float | None = field(default=None)
+    #: READY jobs a worker handed back because it did not know them (unknown_jobs.py).
+    handed_back: int = 0
 
     @property
     def paused(self) -> bool:
@@ -35,7 +38,8 @@ def queue_rows(using: str = "default") -> list[QueueRow]:
     """One row per queue that has READY, RUNNING or FAILED jobs, is paused, or is in DBJOBS_QUEUES.
 
     One grouped query over the failed jobs (from their index alone), one over the ready
-    and running ones, one over the queue table; finished successes are never read.
+    and running ones (which also counts those handed back as unknown), one over the queue
+    table; finished successes are never read.
     """
     now = db.database_clock(using)
     rows: dict[str, QueueRow] = {name: QueueRow(name) for name in settings.QUEUES or []}
@@ -50,11 +54,17 @@ def queue_rows(using: str = "default") -> list[QueueRow]:
             is_due=Case(When(Q(status=JobStatus.READY, run_at__lte=Now()), then=Value(True)), default=False)
         )
         .values_list("queue", "status", "is_due")
-        .annotate(count=Count("*"), oldest=Min("run_at"))
+        .annotate(
+            count=Count("*"),
+            oldest=Min("run_at"),
+            handed_back=Count("id", filter=Q(last_error__startswith=HANDED_BACK_PREFIX)),
+        )
         .order_by()
     )
-    for queue, status, is_due, count, oldest in active:
+    for queue, status, is_due, count, oldest, handed_back in active:
         row = rows.setdefault(queue, QueueRow(queue))
+        if status == JobStatus.READY:
+            row.handed_back += handed_back
         if status == JobStatus.RUNNING:
             row.running += count
         elif is_due:

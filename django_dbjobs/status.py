@@ -100,7 +100,9 @@ def read_status(queues: list[str] | None = None, using: str = "default") -> Stat
         known = {row.name: row for row in rows}
         rows = [known.get(name) or QueueRow(name) for name in queues]
     workers = list(WorkerProcess.objects.using(using).live().order_by("hostname", "pid"))
-    unknown = unknown_jobs.waiting(using, queues)
+    # The names, only where the counts say some are waiting: a second read of the ready jobs.
+    handed_back = [row.name for row in rows if row.handed_back]
+    unknown = unknown_jobs.waiting(using, handed_back) if handed_back else []
     return Status(db.database_clock(using), rows, workers, asked=queues or None, unknown=unknown)
 
 

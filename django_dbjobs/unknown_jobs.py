@@ -3,7 +3,8 @@
 A row whose name no worker has registered goes back to READY for a worker that knows
 it (a rolling deploy) until DBJOBS_UNKNOWN_JOB_GRACE dead-letters it (execution.py).
 Until then it must not look like an ordinary waiting job: its ``last_error`` begins
-with SUMMARY_PREFIX, which is how dbjobs_status and the admin find it.
+with HANDED_BACK_PREFIX, which is how dbjobs_status and the admin find it (a worker
+that knew it and gave it back, at shutdown or by the sweep, clears it).
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ from django.db.models import Count, Min
 from . import discovery
 from .conf import settings
 from .models import Job, JobStatus
-
-#: How the last_error of a job handed back as unknown begins.
-SUMMARY_PREFIX = "UnknownJob:"
+from .models.states import HANDED_BACK_PREFIX
 
 #: Names whose hand-back this process has explained in its log: once per name is enough.
 _explained: set[str] = set()
@@ -27,9 +26,9 @@ _explained: set[str] = set()
 def summary(name: str, worker: str, grace: float) -> str:
     """The hand-back's last_error: which worker did not know the job, and what happens next."""
     return (
-        f"{SUMMARY_PREFIX} {name!r} is not a registered job in worker {worker}. It goes back for a worker "
-        f"that knows it, and is dead-lettered once DBJOBS_UNKNOWN_JOB_GRACE ({grace:g} s) has passed "
-        "since its enqueue."
+        f"{HANDED_BACK_PREFIX} {name!r} is not a registered job in worker {worker}. It goes back for a "
+        f"worker that knows it, and is dead-lettered once DBJOBS_UNKNOWN_JOB_GRACE ({grace:g} s) has "
+        "passed since its enqueue."
     )
 
 
@@ -48,7 +47,7 @@ def first_time_hint(name: str, grace: float) -> str:
 
 def is_waiting(job: Job) -> bool:
     """Whether `job` is READY because a worker did not know it."""
-    return job.status == JobStatus.READY and job.last_error.startswith(SUMMARY_PREFIX)
+    return job.status == JobStatus.READY and job.last_error.startswith(HANDED_BACK_PREFIX)
 
 
 def dead_letter_at(job: Job) -> datetime.datetime | None:
@@ -78,7 +77,7 @@ def waiting(using: str = "default", queues: list[str] | None = None) -> list[Unk
 
     One grouped query over the READY jobs (the partial claim index), as the queue counts do.
     """
-    jobs = Job.objects.using(using).filter(status=JobStatus.READY, last_error__startswith=SUMMARY_PREFIX)
+    jobs = Job.objects.using(using).filter(status=JobStatus.READY, last_error__startswith=HANDED_BACK_PREFIX)
     if queues:
         jobs = jobs.filter(queue__in=queues)
     rows = jobs.values_list("name", "queue").annotate(count=Count("*"), first=Min("enqueued_at")).order_by()

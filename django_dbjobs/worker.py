@@ -114,7 +114,8 @@ class Worker:
         except BaseException:
             signals.uninstall()
             raise
-        known_queues.warn_unused(self.queues, self.using)
+        if not supervisor.supervised():  # run_jobs --processes says it once, not once per child
+            known_queues.warn_unused(self.queues, self.using)
         wakeup.subscribe(self._wake)
         timeouts.subscribe(self._wake)
         paused = self.claimer.paused

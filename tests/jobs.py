@@ -327,3 +327,23 @@ def violates_a_constraint():
 
     Queue.objects.create(name="duplicate")
     Queue.objects.create(name="duplicate")
+
+
+@job(max_attempts=3)
+def enqueues_a_name_that_is_not_a_job():
+    """Fails with django_dbjobs' own UnknownJob: its failure is the job's, not a hand-back."""
+    from django_dbjobs import enqueue
+
+    enqueue("shop.jobs.misspelled")
+
+
+class HostileError(Exception):
+    """An exception whose traceback cannot be replaced: user code may define anything."""
+
+    def with_traceback(self, tb):
+        raise RuntimeError("with_traceback refused")
+
+
+@job(max_attempts=1)
+def raises_hostile_exception():
+    raise HostileError("hostile")

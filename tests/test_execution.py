@@ -279,3 +279,12 @@ def test_a_return_value_larger_than_the_payload_limit_is_dead_lettered(settings)
     assert (
         job.last_error.startswith("UnstorableResult") and "DBJOBS_MAX_PAYLOAD_BYTES (500)" in job.last_error
     )
+
+
+@pytest.mark.django_db
+def test_an_exception_whose_with_traceback_raises_is_recorded_all_the_same():
+    enqueue(jobs.raises_hostile_exception)
+    job = claim_one()
+    assert execution.run(job, "w1") == JobStatus.FAILED
+    job.refresh_from_db()
+    assert job.errors[0]["exception_class_path"] == "tests.jobs.HostileError"

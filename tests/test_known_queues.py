@@ -40,3 +40,9 @@ def test_with_dbjobs_queues_an_unknown_name_is_an_error(settings):
     settings.DBJOBS_QUEUES = ["default", "emails"]
     with pytest.raises(CommandError, match="queue 'emial' is not one of DBJOBS_QUEUES"):
         call_command("run_jobs", "--burst", "--queues", "emails,emial")
+
+
+def test_run_jobs_processes_warns_once_not_once_per_child(run_jobs):
+    supervisor = run_jobs("--processes", "2", "--burst", "--queues", "emails,emial")
+    assert supervisor.wait(60) == 0, supervisor.output()
+    assert supervisor.output().count("Queue 'emial' is not used") == 1, supervisor.output()

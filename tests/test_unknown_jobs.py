@@ -84,7 +84,7 @@ def test_the_hand_back_names_the_worker_and_the_log_explains_once_per_name(caplo
         job.refresh_from_db()
         assert job.status == JobStatus.READY and job.attempts == 0
         assert job.last_error.startswith(
-            f"UnknownJob: 'shop.helpers.send_receipt' is not a registered job in worker {worker.id}."
+            f"Handed back: 'shop.helpers.send_receipt' is not a registered job in worker {worker.id}."
         ), job.last_error
         assert unknown_jobs.is_waiting(job)
         assert unknown_jobs.dead_letter_at(job) > job.enqueued_at
@@ -154,3 +154,37 @@ def test_the_admin_overview_says_when_no_worker_serves_a_queue():
     WorkerProcess.objects.create(id="h:2:b", hostname="h", pid=2, concurrency=1, queues=["emials"])
     page_text = shown(client.get("/admin/django_dbjobs/overview/"))
     assert "No worker serves this queue" not in page_text and "no live worker serves it" not in page_text
+
+
+def test_a_job_failing_with_an_unknown_job_error_of_its_own_is_an_ordinary_failure():
+    from django_dbjobs.testing import run_jobs
+
+    job = enqueue(jobs.enqueues_a_name_that_is_not_a_job)
+    (ran,) = run_jobs()
+    assert ran.status == JobStatus.READY and ran.last_error.startswith("UnknownJob: 'shop.jobs.misspelled'")
+    assert not unknown_jobs.is_waiting(ran)
+    assert unknown_jobs.waiting() == []
+    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)
+    call_command("dbjobs_status", stdout=io.StringIO())  # no problem reported
+    assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+
+
+def test_a_knowing_worker_that_gives_the_job_back_clears_the_hand_back():
+    job = Job.objects.create(name="shop.helpers.send_receipt", args=[1])
+    Worker(burst=True).run()
+    job.refresh_from_db()
+    assert unknown_jobs.is_waiting(job)
+    # A worker of the new release claims it, then is stopped (or dies) before running it.
+    Job.objects.filter(pk=job.pk).update(run_at=job.enqueued_at)  # due now, not after the hand-back's delay
+    (claimed,) = Job.objects.claim("new-release:1:a", 1)
+    assert Job.objects.release_all("new-release:1:a", [claimed]) == 1
+    job.refresh_from_db()
+    assert job.status == JobStatus.READY and job.last_error == "" and not unknown_jobs.is_waiting(job)
+
+
+@pytest.mark.filterwarnings("error::django_dbjobs.exceptions.UnimportedJobWarning")
+def test_where_warnings_are_errors_every_enqueue_of_such_a_job_raises():
+    for _ in range(2):
+        with pytest.raises(UnimportedJobWarning):
+            enqueue(job_elsewhere.stray, 1)
+    assert not Job.objects.exists()

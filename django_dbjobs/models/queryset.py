@@ -10,7 +10,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
 from .. import db
-from .states import Isolation, JobStatus
+from .states import HANDED_BACK_PREFIX, Isolation, JobStatus
 
 if TYPE_CHECKING:
     from .job import Job
@@ -157,6 +157,12 @@ class JobQuerySet(models.QuerySet):
             attempts=F("attempts") - 1,
             worker_ids=db.WithoutLastWorker(),
             isolation=isolation,
+            # A worker that knew the job had it: an earlier hand-back no longer says why it waits.
+            last_error=Case(
+                When(last_error__startswith=HANDED_BACK_PREFIX, then=Value("")),
+                default=F("last_error"),
+                output_field=models.TextField(),
+            ),
         )
 
     def release_all(self, worker: str, jobs: list[Job]) -> int:

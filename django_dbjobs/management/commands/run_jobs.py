@@ -4,7 +4,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from django_dbjobs import db, supervisor, validation
+from django_dbjobs import db, known_queues, registry, supervisor, validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
@@ -126,6 +126,8 @@ class Command(BaseCommand):
         if not settings.SETTINGS_MODULE:
             raise CommandError("run_jobs --processes needs a settings module (DJANGO_SETTINGS_MODULE).")
         db.require_migrated(options["database"])  # once here, not once per child and restart
+        registry.autodiscover()  # the jobs' queues are known names
+        known_queues.warn_unused(options["queues"], options["database"])
         arguments = ["--verbosity", str(options["verbosity"]), "--database", options["database"]]
         if options["queues"]:
             arguments += ["--queues", ",".join(options["queues"])]

@@ -14,6 +14,7 @@ from . import db, enqueuer_context, registry, timeouts, unknown_jobs, validation
 from .conf import settings
 from .context import running
 from .exceptions import MissingMigrations, UnknownJob
+from .job_function import JobFunction
 from .models import Isolation, Job, JobStatus
 from .outage import Outage
 from .outcomes import error_record, unstorable_error, without_worker_frames
@@ -161,17 +162,16 @@ def _unstorable(job: Job, worker: str, exc: BaseException, outage: Outage, by_da
 def _dead_letter(job: Job, worker: str, error: dict, outage: Outage, exc: BaseException | None) -> str | None:
     status = _store(job, outage, lambda e: job.mark_failed(worker, e), error, JobStatus.FAILED, exc)
     if status is not None:
-        registered = registry.lookup(job.name)
         # One log record per failed job: a Task's is Django's (task_finished, sent by _store()).
-        logged_elsewhere = registered is not None and registered.finished_logs_failure
+        level = JobFunction.dead_letter_log_level(registry.lookup(job.name))
         logger.log(
-            logging.DEBUG if logged_elsewhere else logging.ERROR,
+            level,
             "Job failed id=%s name=%s attempts=%s error=%s",
             job.pk,
             job.name,
             job.attempts,
             error["summary"],
-            exc_info=None if logged_elsewhere else exc,
+            exc_info=exc if level == logging.ERROR else None,
         )
         send(job_failed, job=job, error=job.errors[-1] if job.errors else error)
     return status

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,11 @@ class JobFunction:
     #: Whether finished() has a dead-lettered attempt logged with its traceback (a Task's,
     #: by Django's task_finished receiver), so that the worker does not log it a second time.
     finished_logs_failure = False
+
+    @classmethod
+    def dead_letter_log_level(cls, registered: JobFunction | None) -> int:
+        """The level of the worker's own line for a dead letter: DEBUG where finished() logs it."""
+        return logging.DEBUG if registered is not None and registered.finished_logs_failure else logging.ERROR
 
     def __init__(self, func: Callable, name: str, options: JobOptions):
         self.func = func

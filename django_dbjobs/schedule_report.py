@@ -15,6 +15,8 @@ from django.utils import timezone
 from .conf import settings
 from .cron import Cron, zone
 from .exceptions import DbJobsError, InvalidSchedule
+from .models import DefinedIn, Schedule
+from .models.schedule import default_timezone
 
 #: The state of a DBJOBS_SCHEDULES entry no worker has synced into the table yet.
 NOT_SYNCED = "not synced yet: a worker syncs DBJOBS_SCHEDULES when it starts"
@@ -31,124 +33,88 @@ def state(schedule) -> str:
 def schedule_rows(schedules, jobs) -> list[dict[str, Any]]:
     """One dict per schedule, JSON-ready, with a "display" dict of short texts for a table.
 
-    Schedules of DBJOBS_SCHEDULES that are not in the table yet are included, as the
-    setting defines them (see unsynced_rows()).
+    DBJOBS_SCHEDULES entries not in the table yet are included as the setting defines
+    them, and a synced one whose setting changed since says so (state).
     """
     schedules = list(schedules.order_by("name"))
-    rows = _table_rows(schedules, jobs)
+    last_ids = [s.last_job_id for s in schedules if s.last_job_id]
+    statuses = dict(jobs.filter(pk__in=last_ids).values_list("pk", "status")) if last_ids else {}
     changed = _changed_in_settings(schedules)
-    for row in rows:
-        if row["name"] in changed:
-            row["state"] = row["display"]["state"] = (
-                f"{row['state']}; changed in DBJOBS_SCHEDULES, {NOT_SYNCED}"
-            )
-    rows.extend(unsynced_rows({schedule.name for schedule in schedules}))
+    rows = []
+    for schedule in schedules:
+        last_status = statuses.get(schedule.last_job_id, "deleted") if schedule.last_job_id else None
+        pending = f"; changed in DBJOBS_SCHEDULES, {NOT_SYNCED}" if schedule.name in changed else ""
+        rows.append(_row(schedule, state(schedule) + pending, last_status))
+    synced = {schedule.name for schedule in schedules}
+    rows += [_row(schedule, unsynced_state) for schedule, unsynced_state in _unsynced(synced)]
     return sorted(rows, key=lambda row: row["name"])
 
 
-def unsynced_rows(synced: set[str]) -> list[dict[str, Any]]:
-    """One row per DBJOBS_SCHEDULES entry not in the table yet, its next run worked out from its cron."""
+def _unsynced(synced: set[str]):
+    """Each DBJOBS_SCHEDULES entry not in the table yet, as an unsaved Schedule, and its state."""
     entries = settings.SCHEDULES if isinstance(settings.SCHEDULES, dict) else {}
-    rows = []
     for name, definition in entries.items():
         if name in synced or not isinstance(definition, dict):
             continue
-        cron, zone_name = definition.get("cron"), definition.get("timezone") or "UTC"
-        state = NOT_SYNCED
-        try:
-            next_due = Cron(cron, zone_name).next_after(timezone.now())
-        except (DbJobsError, TypeError) as exc:
-            next_due, state = None, f"{NOT_SYNCED}; cannot fire: {exc}"
-        rows.append(
-            {
-                "name": name,
-                "cron": cron,
-                "timezone": zone_name,
-                "job": definition.get("job"),
-                "queue": definition.get("queue"),
-                "priority": definition.get("priority"),
-                "enabled": definition.get("enabled", True),
-                "state": state,
-                "defined_in": "settings",
-                "missed_runs": definition.get("missed_runs", "latest"),
-                "next_due_at": _iso(next_due),
-                "next_due_local": _local(next_due, zone_name),
-                "last_due_at": None,
-                "last_job": None,
-                "last_error": "",
-                "last_manual_job_id": None,
-                "last_manual_at": None,
-                "display": {
-                    "name": name,
-                    "cron": str(cron),
-                    "timezone": str(zone_name),
-                    "next_local": _short(_local(next_due, zone_name)),
-                    "next_utc": _short(_iso(next_due)),
-                    "last_utc": "-",
-                    "last_status": "-",
-                    "state": state,
-                },
-            }
+        schedule = Schedule(
+            name=name,
+            defined_in=DefinedIn.SETTINGS,
+            enabled=definition.get("enabled", True),
+            **{
+                key: definition[key]
+                for key in ("job", "cron", "queue", "priority", "missed_runs")
+                if key in definition
+            },
+            timezone=definition.get("timezone") or default_timezone(),  # as the sync does
         )
-    return rows
+        try:
+            schedule.next_due_at = Cron(schedule.cron, schedule.timezone).next_after(timezone.now())
+            yield schedule, NOT_SYNCED
+        except (DbJobsError, TypeError) as exc:
+            yield schedule, f"{NOT_SYNCED}; cannot fire: {exc}"
 
 
 def _changed_in_settings(schedules) -> set[str]:
     """Names of synced settings schedules whose DBJOBS_SCHEDULES entry has changed since."""
-    from .schedules import settings_definitions
+    from .schedules import settings_changes, settings_definitions
 
     try:
         wanted = settings_definitions()
     except DbJobsError:  # an invalid setting: the system check says what, and no worker syncs it
         return set()
+    return {s.name for s in schedules if s.name in wanted and settings_changes(s, wanted[s.name])}
+
+
+def _row(schedule, shown_state: str, last_status: str | None = None) -> dict[str, Any]:
     return {
-        schedule.name
-        for schedule in schedules
-        if schedule.name in wanted
-        and any(getattr(schedule, field) != value for field, value in wanted[schedule.name].items())
+        "name": schedule.name,
+        "cron": schedule.cron,
+        "timezone": schedule.timezone,
+        "job": schedule.job,
+        "queue": schedule.queue,
+        "priority": schedule.priority,
+        "enabled": schedule.enabled,
+        "state": shown_state,
+        "defined_in": schedule.defined_in,
+        "missed_runs": schedule.missed_runs,
+        "next_due_at": _iso(schedule.next_due_at),
+        "next_due_local": _local(schedule.next_due_at, schedule.timezone),
+        "last_due_at": _iso(schedule.last_due_at),
+        "last_job": {"id": schedule.last_job_id, "status": last_status} if schedule.last_job_id else None,
+        "last_error": schedule.last_error,
+        "last_manual_job_id": schedule.last_manual_job_id,
+        "last_manual_at": _iso(schedule.last_manual_at),
+        "display": {
+            "name": schedule.name,
+            "cron": str(schedule.cron),
+            "timezone": str(schedule.timezone),
+            "next_local": _short(_local(schedule.next_due_at, schedule.timezone)),
+            "next_utc": _short(_iso(schedule.next_due_at)),
+            "last_utc": _short(_iso(schedule.last_due_at)),
+            "last_status": last_status or "-",
+            "state": shown_state,
+        },
     }
-
-
-def _table_rows(schedules, jobs) -> list[dict[str, Any]]:
-    last_ids = [s.last_job_id for s in schedules if s.last_job_id]
-    statuses = dict(jobs.filter(pk__in=last_ids).values_list("pk", "status")) if last_ids else {}
-    rows = []
-    for schedule in schedules:
-        last_status = statuses.get(schedule.last_job_id, "deleted") if schedule.last_job_id else None
-        rows.append(
-            {
-                "name": schedule.name,
-                "cron": schedule.cron,
-                "timezone": schedule.timezone,
-                "job": schedule.job,
-                "queue": schedule.queue,
-                "priority": schedule.priority,
-                "enabled": schedule.enabled,
-                "state": state(schedule),
-                "defined_in": schedule.defined_in,
-                "missed_runs": schedule.missed_runs,
-                "next_due_at": _iso(schedule.next_due_at),
-                "next_due_local": _local(schedule.next_due_at, schedule.timezone),
-                "last_due_at": _iso(schedule.last_due_at),
-                "last_job": (
-                    {"id": schedule.last_job_id, "status": last_status} if schedule.last_job_id else None
-                ),
-                "last_error": schedule.last_error,
-                "last_manual_job_id": schedule.last_manual_job_id,
-                "last_manual_at": _iso(schedule.last_manual_at),
-                "display": {
-                    "name": schedule.name,
-                    "cron": schedule.cron,
-                    "timezone": schedule.timezone,
-                    "next_local": _short(_local(schedule.next_due_at, schedule.timezone)),
-                    "next_utc": _short(_iso(schedule.next_due_at)),
-                    "last_utc": _short(_iso(schedule.last_due_at)),
-                    "last_status": last_status or "-",
-                    "state": state(schedule),
-                },
-            }
-        )
-    return rows
 
 
 def _iso(value: datetime.datetime | None) -> str | None:

@@ -109,8 +109,7 @@ def _registered(name: Any):
     if not isinstance(name, str) or not name:
         raise InvalidJob(f"job must be the dotted name of a registered job, not {name!r}.")
     _short_text(name, "job", 255)
-    registry.autodiscover()
-    return registry.get(name)
+    return registry.get(name)  # imports the job modules only when the name is not registered yet
 
 
 def _list(args: Any) -> list:
@@ -217,10 +216,16 @@ def _create(name: str, fields: dict[str, Any], using: str) -> None:
     logger.info("Schedule created from DBJOBS_SCHEDULES name=%s cron=%r", name, schedule.cron)
 
 
-def _update(schedule: Schedule, fields: dict[str, Any], using: str) -> None:
+def settings_changes(schedule: Schedule, fields: dict[str, Any]) -> list[str]:
+    """What syncing a DBJOBS_SCHEDULES entry's `fields` would change of its row: field names."""
     changed = [field for field, value in fields.items() if getattr(schedule, field) != value]
     if schedule.defined_in != DefinedIn.SETTINGS or schedule.removed_at is not None:
         changed.append("defined_in")
+    return changed
+
+
+def _update(schedule: Schedule, fields: dict[str, Any], using: str) -> None:
+    changed = settings_changes(schedule, fields)
     if not changed:
         return
     if schedule.defined_in != DefinedIn.SETTINGS:

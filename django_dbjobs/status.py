@@ -42,6 +42,10 @@ class Status:
         """Whether a live worker takes jobs from `queue`."""
         return any(worker.serves(queue) for worker in self.workers)
 
+    def unserved(self, row: QueueRow) -> bool:
+        """Whether the queue of `row` has due jobs, is not paused, and no live worker serves it."""
+        return bool(row.due) and not row.paused and not self.served(row.name)
+
     @property
     def failed(self) -> int:
         return sum(row.failed for row in self.queues)
@@ -143,7 +147,7 @@ def standing_problems(status: Status) -> list[str]:
     ]
     served = sorted({queue for worker in status.workers for queue in worker.queues})
     for row in status.queues:
-        if row.due and not row.paused and not status.served(row.name):
+        if status.unserved(row):
             why = f"live workers serve {', '.join(served)}" if status.workers else "no live worker at all"
             problems.append(f"queue {row.name!r}: {row.due} due jobs and no live worker serves it ({why})")
     return problems

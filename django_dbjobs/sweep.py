@@ -21,6 +21,7 @@ from django.db.models.functions import Now
 from . import enqueuer_context, registry
 from .conf import settings
 from .exceptions import WorkerLost
+from .job_function import JobFunction
 from .models import Isolation, Job, JobStatus, WorkerProcess
 from .outage import close_broken_connections
 from .signals import job_failed, send
@@ -149,7 +150,7 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
         registered = registry.lookup(job.name)
         # One log record per failed job: a Task's is Django's (task_finished, below).
         logger.log(
-            logging.DEBUG if registered is not None and registered.finished_logs_failure else logging.ERROR,
+            JobFunction.dead_letter_log_level(registered),
             "Job failed: its worker was lost on every attempt id=%s name=%s attempts=%s worker=%s",
             job.pk,
             job.name,

@@ -50,11 +50,11 @@ def is_waiting(job: Job) -> bool:
     return job.status == JobStatus.READY and job.last_error.startswith(HANDED_BACK_PREFIX)
 
 
-def dead_letter_at(job: Job) -> datetime.datetime | None:
-    """When `job`, handed back as unknown, is dead-lettered if no worker knows it by then."""
-    if job.enqueued_at is None or hasattr(job.enqueued_at, "resolve_expression"):
+def dead_letter_at(enqueued_at: datetime.datetime | None) -> datetime.datetime | None:
+    """When a job enqueued then and handed back as unknown is dead-lettered, if no worker knows it by then."""
+    if not isinstance(enqueued_at, datetime.datetime):  # None, or an expression the database fills in
         return None
-    return job.enqueued_at + datetime.timedelta(seconds=float(settings.UNKNOWN_JOB_GRACE))
+    return enqueued_at + datetime.timedelta(seconds=float(settings.UNKNOWN_JOB_GRACE))
 
 
 @dataclass
@@ -69,7 +69,7 @@ class UnknownName:
     @property
     def dead_letter_at(self) -> datetime.datetime:
         """When the first of them is dead-lettered if no worker knows the name by then."""
-        return self.first_enqueued_at + datetime.timedelta(seconds=float(settings.UNKNOWN_JOB_GRACE))
+        return dead_letter_at(self.first_enqueued_at)
 
 
 def waiting(using: str = "default", queues: list[str] | None = None) -> list[UnknownName]:

@@ -106,9 +106,9 @@ elif ! "$VENV/bin/python" -c "import MySQLdb" 2>/dev/null; then
 elif port_open "$host" "${port:-3306}"; then run_suite MariaDB "$MY_URL"; servers+=("MariaDB=$MY_URL")
 else skip_suite MariaDB "no server answers at $host:${port:-3306}"; fi
 
-# Print each session's output as it ends, in the order they end.
+# Print each session's output as it ends, in the order they end (a look a second: any bash).
 while [ ${#pids[@]} -gt 0 ]; do
-  wait -n "${pids[@]}" 2>/dev/null
+  sleep 1
   for i in "${!pids[@]}"; do
     if ! kill -0 "${pids[$i]}" 2>/dev/null; then
       wait "${pids[$i]}"

@@ -215,3 +215,23 @@ def freeze(worker: WorkerProcess, attempts: int = 50) -> None:
         finally:
             probe.close()
     raise AssertionError("the worker was inside a write every time it was frozen")
+
+
+def live_worker(worker_id: str = "h:1:a", **fields):
+    """A WorkerProcess row that stays live for an hour, however slowly a loaded machine runs the test.
+
+    A row stamped with the database clock is live for DBJOBS_HEARTBEAT_TIMEOUT (1.5 s in the
+    tests): too short for a check made from a subprocess that is still starting.
+    """
+    import datetime
+
+    from django.utils import timezone
+
+    from django_dbjobs.models import WorkerProcess
+
+    hostname, pid, _ = worker_id.split(":")
+    values = {"hostname": hostname, "pid": int(pid), "concurrency": 1}
+    values.update(fields)
+    return WorkerProcess.objects.create(
+        id=worker_id, heartbeat_at=timezone.now() + datetime.timedelta(hours=1), **values
+    )

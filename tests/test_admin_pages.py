@@ -12,6 +12,7 @@ from django_dbjobs.models import Job, JobStatus, Queue, Schedule, WorkerProcess
 from django_dbjobs.queue_stats import finished_per_minute, queue_rows
 
 from .admin_helpers import action, failed_job, staff, text
+from .conftest import live_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,7 +66,7 @@ def test_queues_page_lists_counts_and_pauses_and_resumes():
     assert re.findall(r'class="number">(?:<a [^>]*>)?(\d+)', row)[:4] == ["1", "1", "1", "1"]
     assert "5 min" in row  # the oldest due job's wait
     assert "No worker serves this queue" in row and ">Pause<" in row  # a due job, no live worker
-    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)  # serves every queue
+    live_worker("h:1:a")  # serves every queue
     row = re.search(
         r'<tr data-queue="emails">(.*?)</tr>', text(client.get("/admin/django_dbjobs/queue/"))
     ).group(1)

@@ -1,9 +1,14 @@
 """Django's own tests/tasks assertions (Django 6.1), checked against DatabaseBackend on every database.
 
-Where Django's immediate backend runs a task inside enqueue(), a worker runs it here
-(testing.run_jobs(), or a Worker where what a worker logs is the point). Where our
-backend differs on purpose (docs/tasks.rst, "Where it differs from Django's backends"),
-the test checks our documented behaviour instead and says so.
+Written here from Django 6.1.3's tests/tasks (test_immediate_backend.py, test_tasks.py),
+not copied: every assertion of theirs that depends on the backend (enqueue, results,
+errors, context, signals and logging, async, validation on enqueue). Their tests of the
+Task class alone (using(), call(), names, get_backend(), pickling a Task) do not depend
+on the backend and are not repeated. Where Django's immediate backend runs a task
+inside enqueue(), a worker runs it here (testing.run_jobs(), or a Worker where what a
+worker logs is the point). Where our backend differs on purpose (docs/tasks.rst, "Where
+it differs from Django's backends"), the test checks our documented behaviour instead
+and says so.
 """
 
 import dataclasses
@@ -127,6 +132,33 @@ def test_djangos_validation_runs_on_enqueue(settings):
     with pytest.raises(InvalidTask, match="Queue 'emails' is not valid for backend"):
         async_to_sync(emails.aenqueue)()
     assert not Job.objects.exists()
+
+
+def test_priority_queue_and_run_after_are_stored_and_honoured():
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+    result = tasks.takes_anything.using(priority=100, queue_name="emails", run_after=later).enqueue()
+    assert (result.task.priority, result.task.queue_name, result.task.run_after) == (100, "emails", later)
+    job = Job.objects.get(pk=result.id)
+    assert (job.priority, job.queue, job.run_at) == (100, "emails", later)
+    assert testing.run_jobs() == [], "not due before run_after (DatabaseBackend supports defer)"
+    result.refresh()
+    assert result.status == TaskResultStatus.READY
+
+
+def test_a_task_enqueued_in_a_transaction_commits_or_rolls_back_with_it():
+    # Differs on purpose: Django's immediate backend runs the task inside enqueue(), whatever
+    # the transaction; ours writes it in the caller's transaction.
+    from django.db import transaction
+
+    with transaction.atomic():
+        kept = tasks.takes_anything.enqueue()
+        with transaction.atomic():
+            dropped = tasks.takes_anything.enqueue()
+            transaction.set_rollback(True)
+    assert list(Job.objects.values_list("pk", flat=True)) == [kept.id]
+    assert dropped.status == TaskResultStatus.READY
+    with pytest.raises(TaskResultDoesNotExist):
+        tasks.takes_anything.get_result(dropped.id)
 
 
 # Results
@@ -286,6 +318,13 @@ def test_a_retried_attempt_is_logged_by_the_worker_and_is_not_a_finish(logs):
     ]
     assert all(frames_of(r.exc_info[2]) == ["raises_value_error"] for r in failed)
     assert run_and_refresh(result).attempts == 3
+
+
+def test_a_successful_task_logs_no_none(logs):
+    result = tasks.takes_anything.enqueue()
+    run_and_refresh(result)
+    task_lines = [record.getMessage() for record in logs.records if record.name == tasks_logger.name]
+    assert task_lines and not [line for line in task_lines if "None" in line], task_lines
 
 
 # Async

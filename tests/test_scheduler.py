@@ -94,12 +94,15 @@ def test_a_schedule_saved_in_another_process_wakes_the_scheduler_at_once_on_post
 
 
 def blocked_on_a_job_insert() -> bool:
-    """True once another session has waited a second for a row lock while inserting a job."""
+    """True once another session of this test database has waited a second for a row lock inserting a job.
+
+    Only this database's: another test session on the same server has job inserts of its own.
+    """
     sql = {
         "postgresql": "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-        "AND query ILIKE 'INSERT INTO %%django_dbjobs_job%%'",
+        "AND datname = current_database() AND query ILIKE 'INSERT INTO %%django_dbjobs_job%%'",
         "mysql": "SELECT count(*) FROM information_schema.processlist WHERE command = 'Query' "
-        "AND info LIKE 'INSERT %%django_dbjobs_job%%' AND time >= 1",
+        "AND db = DATABASE() AND info LIKE 'INSERT %%django_dbjobs_job%%' AND time >= 1",
     }[connection.vendor]
     with connection.cursor() as cursor:
         cursor.execute(sql)

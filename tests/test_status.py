@@ -14,6 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from django_dbjobs.models import Job, JobStatus, Queue, WorkerProcess
+from tests.conftest import live_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,7 +42,7 @@ def fill():
 
 def test_json_reports_each_queue_and_the_live_workers():
     fill()
-    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=4, queues=["default"])
+    live_worker("h:1:a", concurrency=4, queues=["default"])
     stale = WorkerProcess.objects.create(id="h:2:b", hostname="h", pid=2, concurrency=2)
     WorkerProcess.objects.filter(pk=stale.pk).update(
         heartbeat_at=timezone.now() - datetime.timedelta(hours=1)
@@ -92,7 +93,7 @@ def test_table_output_is_readable():
 
 def test_thresholds_exit_1_and_say_why():
     fill()
-    WorkerProcess.objects.create(id="h:0:a", hostname="h", pid=10, concurrency=1)  # serves every queue
+    live_worker("h:10:a")  # serves every queue
     with pytest.raises(CommandError, match="queue 'default': the oldest due job has waited") as raised:
         status("--fail-if-lag", "60")
     assert raised.value.returncode == 1
@@ -104,7 +105,7 @@ def test_thresholds_exit_1_and_say_why():
     WorkerProcess.objects.all().delete()
     with pytest.raises(CommandError, match=r"no live worker \(no heartbeat within"):
         status("--fail-if-no-workers")
-    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)
+    live_worker("h:1:a")
     status("--fail-if-no-workers")
     out = io.StringIO()
     with pytest.raises(CommandError):
@@ -126,11 +127,11 @@ def test_queues_limit_what_is_reported_and_judged():
 
 def test_no_workers_counts_only_workers_serving_the_queues_asked_about():
     fill()
-    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1, queues=["default"])
+    live_worker("h:1:a", queues=["default"])
     status("--queues", "default", "--fail-if-no-workers")
     with pytest.raises(CommandError, match="no live worker serving emails"):
         status("--queues", "emails", "--fail-if-no-workers")
-    WorkerProcess.objects.create(id="h:2:b", hostname="h", pid=2, concurrency=1, queues=[])  # every queue
+    live_worker("h:2:b", queues=[])  # every queue
     status("--queues", "emails", "--fail-if-no-workers")
 
 
@@ -166,6 +167,6 @@ def test_the_exit_status_of_the_real_command(tmp_path):
         assert unreadable.returncode == 1 and "Run `python manage.py migrate`" in unreadable.stderr
     else:
         assert unreadable.returncode == 2 and "Cannot read the job tables" in unreadable.stderr
-    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)
+    live_worker("h:1:a")  # still live once the subprocess has started, however long that takes
     passing = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert passing.returncode == 0, passing.stderr

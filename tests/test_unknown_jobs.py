@@ -10,9 +10,10 @@ from django.core.management.base import CommandError
 
 from django_dbjobs import checks, discovery, enqueue, unknown_jobs
 from django_dbjobs.exceptions import UnimportedJobWarning
-from django_dbjobs.models import Job, JobStatus, WorkerProcess
+from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.worker import Worker
 from tests import job_elsewhere, jobs, reexported_job
+from tests.conftest import live_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,13 +88,13 @@ def test_the_hand_back_names_the_worker_and_the_log_explains_once_per_name(caplo
             f"Handed back: 'shop.helpers.send_receipt' is not a registered job in worker {worker.id}."
         ), job.last_error
         assert unknown_jobs.is_waiting(job)
-        assert unknown_jobs.dead_letter_at(job) > job.enqueued_at
+        assert unknown_jobs.dead_letter_at(job.enqueued_at) > job.enqueued_at
 
 
 def test_dbjobs_status_reports_jobs_a_worker_did_not_know():
     Job.objects.create(name="shop.helpers.send_receipt", args=[1])
     Worker(burst=True).run()
-    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)
+    live_worker("h:1:a")
     with pytest.raises(
         CommandError, match="'shop.helpers.send_receipt' .* 1 ready jobs that a worker did not know"
     ):
@@ -142,7 +143,7 @@ def test_the_admin_overview_says_when_no_worker_serves_a_queue():
     from tests.admin_helpers import staff
 
     enqueue(jobs.add, 1, 2, queue="emials")
-    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1, queues=["default", "emails"])
+    live_worker("h:1:a", queues=["default", "emails"])
     client = staff(superuser=True)
     for page in ("/admin/django_dbjobs/overview/", "/admin/django_dbjobs/queue/"):
         page_text = shown(client.get(page))
@@ -151,7 +152,7 @@ def test_the_admin_overview_says_when_no_worker_serves_a_queue():
             "queue 'emials': 1 due jobs and no live worker serves it (live workers serve default, emails)"
             in page_text
         )
-    WorkerProcess.objects.create(id="h:2:b", hostname="h", pid=2, concurrency=1, queues=["emials"])
+    live_worker("h:2:b", queues=["emials"])
     page_text = shown(client.get("/admin/django_dbjobs/overview/"))
     assert "No worker serves this queue" not in page_text and "no live worker serves it" not in page_text
 
@@ -164,7 +165,7 @@ def test_a_job_failing_with_an_unknown_job_error_of_its_own_is_an_ordinary_failu
     assert ran.status == JobStatus.READY and ran.last_error.startswith("UnknownJob: 'shop.jobs.misspelled'")
     assert not unknown_jobs.is_waiting(ran)
     assert unknown_jobs.waiting() == []
-    WorkerProcess.objects.create(id="h:1:a", hostname="h", pid=1, concurrency=1)
+    live_worker("h:1:a")
     call_command("dbjobs_status", stdout=io.StringIO())  # no problem reported
     assert Job.objects.get(pk=job.pk).status == JobStatus.READY
 

@@ -34,7 +34,7 @@ def waiting_for_a_worker(job: Job) -> str:
     """'dead-lettered in 52 min' for a READY job no worker knew; '' for any other job."""
     if not unknown_jobs.is_waiting(job):
         return ""
-    deadline = unknown_jobs.dead_letter_at(job)
+    deadline = unknown_jobs.dead_letter_at(job.enqueued_at)
     if deadline is None:
         return ""
     left = (deadline - timezone.now()).total_seconds()

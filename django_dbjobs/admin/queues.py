@@ -41,7 +41,7 @@ class QueuePageMixin:
             waiting_unknown[unknown.queue] = waiting_unknown.get(unknown.queue, 0) + unknown.count
         for row in status.queues:
             row.lag_text = display.seconds_text(row.lag)
-            row.unserved = bool(row.due) and not row.paused and not status.served(row.name)
+            row.unserved = status.unserved(row)
             row.unknown = waiting_unknown.get(row.name, 0)
         can_pause = request.user.has_perm("django_dbjobs.change_queue")
         return {

@@ -1,4 +1,4 @@
-"""The schedule form: the job chosen from the registered ones; nothing saved while a job module is broken."""
+"""The schedule form: a choice of registered jobs; an unknown one refused while a job module is broken."""
 
 from __future__ import annotations
 
@@ -31,12 +31,12 @@ class ScheduleForm(forms.ModelForm):
 
     def _post_clean(self):
         errors = import_error_messages()
-        if errors:
-            # Schedule.clean() checks the job by importing every job module: it would raise.
+        job = self.cleaned_data.get("job", self.instance.job)
+        if errors and job not in known_jobs():
+            # Schedule.clean() looks for a job it does not know by importing every job module: it
+            # would raise. A known job (an enabled flag toggled, say) is checked as always.
             for error in errors:
-                text = _(
-                    "%(error)s No schedule can be saved until it imports: the job is checked against it."
-                )
+                text = _("%(error)s A job this process does not know cannot be checked until it imports.")
                 self.add_error(None, text % {"error": error})
             return
         super()._post_clean()

@@ -13,7 +13,7 @@ from .online_index import is_index_only
 APP_LABEL = "django_dbjobs"
 
 
-def missing_replaced_migrations(using: str = "default") -> list[str]:
+def missing_replaced_migrations(using: str = "default", loader: MigrationLoader | None = None) -> list[str]:
     """The replaced migrations this database lacks, if it applied some of them; else [].
 
     A database that applied every migration a squashed one replaces has the squashed one
@@ -21,14 +21,15 @@ def missing_replaced_migrations(using: str = "default") -> list[str]:
     neither: Django then drops our app from the plan, or runs the squashed migration
     over tables that exist, and only the release that shipped the missing migrations
     can apply them. The squashed migration counts as one of them when it has the name
-    of the first (0001_initial).
+    of the first (0001_initial). `loader`: one already made for this database.
     """
     recorder = MigrationRecorder(connections[using])
     if not recorder.has_table():
         return []
     applied = {name for app, name in recorder.applied_migrations() if app == APP_LABEL}
     missing = []
-    for (app, name), migration in MigrationLoader(None, ignore_no_migrations=True).disk_migrations.items():
+    loader = loader or MigrationLoader(None, ignore_no_migrations=True)
+    for (app, name), migration in loader.disk_migrations.items():
         replaced = [replaced_name for _app, replaced_name in migration.replaces]
         if app != APP_LABEL or not replaced:
             continue
@@ -44,10 +45,10 @@ def pending_migrations(using: str = "default") -> list[str]:
     A database that applied only some of the migrations the initial one replaces lacks
     the rest (missing_replaced_migrations()), which Django's plan does not show.
     """
-    missing = missing_replaced_migrations(using)
+    executor = MigrationExecutor(connections[using])
+    missing = missing_replaced_migrations(using, executor.loader)
     if missing:
         return [f"{APP_LABEL}.{name}" for name in missing]
-    executor = MigrationExecutor(connections[using])
     targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_dbjobs"]
     plan = executor.migration_plan(targets)
     return [

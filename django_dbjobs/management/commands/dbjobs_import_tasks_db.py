@@ -4,7 +4,7 @@ from django.db import router
 from django_dbjobs import db
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
-from django_dbjobs.management.tables import job_tables
+from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.models import Job
 from django_dbjobs.tasks_db_import import DEFAULT_BATCH_SIZE, SOURCE_TABLE, import_tasks_db
 
@@ -39,7 +39,7 @@ class Command(BaseCommand):
         using = options["database"] or router.db_for_write(Job)
         try:
             db.require_migrated(using)  # before the source table is looked for
-            with job_tables(using):
+            with saying_to_migrate(using):
                 report = import_tasks_db(
                     table=options["table"],
                     queues=queue_names(options["queues"]),

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from django_dbjobs.exceptions import DbJobsError
-from django_dbjobs.management.tables import job_tables
+from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.models import Job, Schedule
 from django_dbjobs.schedule_report import schedule_rows
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def handle(self, *args, **options):
-        with job_tables(options["database"]):
+        with saying_to_migrate(options["database"]):
             self._handle(options)
 
     def _handle(self, options):

@@ -12,7 +12,7 @@ from django_dbjobs.management.options import (
     queue_names,
     seconds,
 )
-from django_dbjobs.management.tables import job_tables
+from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.models import Job
 from django_dbjobs.status import judge, read_status, table
 
@@ -58,7 +58,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         using = options["database"] or router.db_for_write(Job)
         try:
-            with job_tables(using):
+            with saying_to_migrate(using):
                 status = read_status(queues or None, using=using)
         except (DatabaseError, InterfaceError) as exc:
             raise CommandError(

@@ -6,7 +6,7 @@ from django.db import router
 from django_dbjobs import retention, validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.options import add_database_option, add_queues_option, duration, queue_names
-from django_dbjobs.management.tables import job_tables
+from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.models import Job, JobStatus
 
 
@@ -55,7 +55,7 @@ class Command(BaseCommand):
         if options["status"] != "all":
             statuses = [JobStatus(options["status"].upper())]
         using = options["database"] or router.db_for_write(Job)
-        with job_tables(using):
+        with saying_to_migrate(using):
             for status in statuses:
                 self._prune(status, queues or None, using, options)
 

@@ -13,7 +13,7 @@ from ..exceptions import MissingMigrations
 
 
 @contextmanager
-def job_tables(using: str) -> Iterator[None]:
+def saying_to_migrate(using: str) -> Iterator[None]:
     """Turn a database error caused by missing migrations into a CommandError saying to migrate.
 
     Migrations are looked up only once a query has failed, so a command on a migrated

@@ -3,8 +3,8 @@ from django.db import router
 
 from django_dbjobs import db
 from django_dbjobs.exceptions import DbJobsError
-from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.management.migrate_hint import saying_to_migrate
+from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.models import Job
 from django_dbjobs.tasks_db_import import DEFAULT_BATCH_SIZE, SOURCE_TABLE, import_tasks_db
 

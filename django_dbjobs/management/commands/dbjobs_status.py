@@ -5,6 +5,7 @@ from django.db import DatabaseError, InterfaceError, router
 
 from django_dbjobs import validation
 from django_dbjobs.exceptions import DbJobsError
+from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.management.options import (
     add_database_option,
     add_queues_option,
@@ -12,7 +13,6 @@ from django_dbjobs.management.options import (
     queue_names,
     seconds,
 )
-from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.models import Job
 from django_dbjobs.status import judge, read_status, table
 

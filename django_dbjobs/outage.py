@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from . import db, timeouts
+from . import db
 from .exceptions import MissingMigrations
 
 logger = logging.getLogger("django_dbjobs")
@@ -34,7 +34,8 @@ class Outage:
     `forced` is set when the worker must stop at once: a pause then ends, and a
     failing call gives up (returns None) without pausing. `wake` cuts short the
     single pause of a call made with ``once=True``, so the claim loop can react to new
-    work or a stop.
+    work or a stop; `looks_at(wake, when)` is told when that pause ends (the worker's
+    timeouts.looks_at: a job deadline due sooner cuts it short), and 0.0 after it.
     """
 
     def __init__(
@@ -43,11 +44,13 @@ class Outage:
         on_error: Callable[[], None] = lambda: None,
         forced: threading.Event | None = None,
         wake: threading.Event | None = None,
+        looks_at: Callable[[threading.Event, float], None] = lambda wake, when: None,
     ):
         self.using = using
         self.on_error = on_error
         self.forced = forced or threading.Event()
         self.wake = wake or threading.Event()
+        self.looks_at = looks_at
         self.pause = FIRST_PAUSE
 
     def call(self, action: Callable[[], T], what: str, once: bool = False) -> T | None:
@@ -83,9 +86,9 @@ class Outage:
                     return None
                 logger.warning("Database error while %s, retrying in %.1fs: %s", what, pause, exc)
                 if once:
-                    timeouts.looks_at(self.wake, time.monotonic() + pause)  # a deadline ends it
+                    self.looks_at(self.wake, time.monotonic() + pause)  # a deadline ends it
                     self.wake.wait(pause)
-                    timeouts.looks_at(self.wake, 0.0)
+                    self.looks_at(self.wake, 0.0)
                     self.wake.clear()
                     return None
                 if self.forced.wait(pause):

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from django.db.models import Case, Count, Min, Q, Value, When
 from django.db.models.functions import Now, TruncMinute
 
-from . import db
 from .conf import settings
 from .models import Job, JobStatus, Queue
+from .models.clock import database_clock
 from .models.states import HANDED_BACK_PREFIX
 
 
@@ -41,7 +41,7 @@ def queue_rows(using: str = "default") -> list[QueueRow]:
     and running ones (which also counts those handed back as unknown), one over the queue
     table; finished successes are never read.
     """
-    now = db.database_clock(using)
+    now = database_clock(using)
     rows: dict[str, QueueRow] = {name: QueueRow(name) for name in settings.QUEUES or []}
     jobs = Job.objects.using(using)
     # COUNT(*), not COUNT(id): the failed count is then read from the index alone.
@@ -93,7 +93,7 @@ def finished_per_minute(minutes: int = 60, using: str = "default") -> list[Minut
 
     Reads the finished-jobs index (status, finished_at): only the last hour's jobs.
     """
-    now = db.database_clock(using).replace(second=0, microsecond=0)
+    now = database_clock(using).replace(second=0, microsecond=0)
     start = now - datetime.timedelta(minutes=minutes - 1)
     buckets = {
         start + datetime.timedelta(minutes=n): Minute(start + datetime.timedelta(minutes=n))

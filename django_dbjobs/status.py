@@ -12,8 +12,9 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import db, unknown_jobs
+from . import unknown_jobs
 from .models import WorkerProcess
+from .models.clock import database_clock
 from .queue_stats import QueueRow, queue_rows
 from .unknown_jobs import UnknownName
 
@@ -107,7 +108,7 @@ def read_status(queues: list[str] | None = None, using: str = "default") -> Stat
     # The names, only where the counts say some are waiting: a second read of the ready jobs.
     handed_back = [row.name for row in rows if row.handed_back]
     unknown = unknown_jobs.waiting(using, handed_back) if handed_back else []
-    return Status(db.database_clock(using), rows, workers, asked=queues or None, unknown=unknown)
+    return Status(database_clock(using), rows, workers, asked=queues or None, unknown=unknown)
 
 
 def judge(

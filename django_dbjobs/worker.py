@@ -91,7 +91,13 @@ class Worker:
         self.exit_status = 0
         self._parent = supervisor.supervisor_pid()  # a child of run_jobs --processes stops with it
         self._scheduler = Scheduler(self.id, using) if scheduler else None
-        self._outage = Outage(using, on_error=self._database_error, forced=self._forced, wake=self._wake)
+        self._outage = Outage(
+            using,
+            on_error=self._database_error,
+            forced=self._forced,
+            wake=self._wake,
+            looks_at=timeouts.looks_at,
+        )
         self._acks = SuccessBatch(
             self.id, using, self._wake, self._outage, on_not_stored=self.outcome_not_stored
         )

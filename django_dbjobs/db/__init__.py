@@ -11,7 +11,6 @@ import sqlite3
 
 from django.db import connections, models
 from django.db.models.functions import Now
-from django.utils import timezone
 
 from ..exceptions import UnsupportedDatabase
 from .errors import ErrorKind, classify
@@ -125,16 +124,6 @@ def as_datetime(raw, field, connection):
     for converter in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(connection):
         raw = converter(raw, field.cached_col, connection)
     return raw
-
-
-def database_clock(using: str = "default") -> datetime.datetime:
-    """The database clock as an aware datetime (UTC)."""
-    from ..models import Job
-
-    value = as_datetime(database_now(using), Job._meta.get_field("enqueued_at"), connections[using])
-    if timezone.is_naive(value):  # USE_TZ = False
-        value = timezone.make_aware(value, datetime.timezone.utc)
-    return value.astimezone(datetime.timezone.utc)
 
 
 def rejects_nul(using: str = "default") -> bool:

@@ -55,9 +55,9 @@ def claim_pick(
     key = (using, what, shape)
     cached = None if shape[-1] else _claims.get(key)
     if cached is None:
-        from ..models.job import CLAIM_ORDER
-
-        picked = build().order_by(*CLAIM_ORDER).select_for_update(skip_locked=True)[:_LIMIT_MARK]
+        due = build()
+        # The model's default ordering is the claim order (models/states.py CLAIM_ORDER).
+        picked = due.order_by(*due.model._meta.ordering).select_for_update(skip_locked=True)[:_LIMIT_MARK]
         if what == "id":
             picked = picked.values_list("pk")
         # select_for_update() may only be compiled inside a transaction; nothing runs (inside
@@ -74,7 +74,7 @@ def claim_pick(
         position = before.count("%s") - before.count("%%s")
         sql = sql.replace(limit_sql, "LIMIT %s")
         params = [*params[:position], _LIMIT, *params[position:]]
-        sql, params = _inline_constants(sql, params, set(values), using)
+        sql, params = _inline_constants(sql, params, set(values), using, picked.model)
         sql = _pin_claim_index(sql, picked.model, using)
         cached = (sql, params)
         if not shape[-1]:
@@ -107,7 +107,7 @@ def _pin_claim_index(sql: str, model, using: str) -> str:
     return on_index(sql, connections[using], model._meta.db_table, index)
 
 
-def _inline_constants(sql: str, params: list, placeholders: set, using: str) -> tuple[str, list]:
+def _inline_constants(sql: str, params: list, placeholders: set, using: str, model) -> tuple[str, list]:
     """Write the constants the ORM sent as parameters (the status 'READY') into the SQL.
 
     As literals they let the planner match the partial claim index (WHERE status =
@@ -115,9 +115,9 @@ def _inline_constants(sql: str, params: list, placeholders: set, using: str) -> 
     every claim. Only the job states and isolation values, written in our code: any
     other value (a filtered QuerySet's) stays a parameter.
     """
-    from ..models.states import Isolation, JobStatus
-
-    constants = {*JobStatus.values, *Isolation.values}
+    constants = {
+        value for name in ("status", "isolation") for value, _ in model._meta.get_field(name).choices
+    }
     quote = connections[using].schema_editor().quote_value
     parts = sql.split("%s")
     out, kept = [parts[0]], []

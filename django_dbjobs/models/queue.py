@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
+
+from ..exceptions import InvalidJob
+
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}\Z")  # \Z: "$" would let a final newline through
+
+
+def queue_name(name: Any) -> str:
+    """A well-formed queue name, whether or not DBJOBS_QUEUES lists it."""
+    if not isinstance(name, str) or not QUEUE_NAME.match(name):
+        raise InvalidJob(f"queue must be 1 to 100 letters, digits, '_', '.', ':' or '-', not {name!r}.")
+    return name
 
 
 class QueueQuerySet(models.QuerySet):
@@ -17,9 +31,7 @@ class QueueQuerySet(models.QuerySet):
         Jobs already running finish; READY jobs wait. Return how many were newly paused
         (one fenced UPDATE, so pausing twice changes nothing).
         """
-        from .. import validation
-
-        names = sorted({validation.queue_name(name) for name in names})
+        names = sorted({queue_name(name) for name in names})
         self.bulk_create([self.model(name=name) for name in names], ignore_conflicts=True)
         return self.filter(name__in=names, paused_at__isnull=True).update(paused_at=Now(), paused_by=by[:150])
 

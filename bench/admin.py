@@ -261,7 +261,7 @@ def ensure_index() -> None:
 
 
 def uuid7(millis: int, sequence: int, random_bits: int) -> str:
-    """A UUIDv7 string for a given time, as django_dbjobs.ids.new_id() makes for the current one."""
+    """A UUIDv7 string for a given time, as django_dbjobs.models.ids.new_id() makes for the current one."""
     value = millis << 80 | 0x7 << 76 | (sequence & 0xFFF) << 64 | 0b10 << 62 | random_bits
     text = f"{value:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"

@@ -46,7 +46,8 @@ def main() -> None:
 
 def profile(count: int, runs: int) -> list[tuple[str, float]]:
     from bench import jobs, raw
-    from django_dbjobs import enqueue, insert_one
+    from django_dbjobs import enqueue
+    from django_dbjobs.enqueuing import insert_one
 
     real = insert_one.direct.run
     clock = time.thread_time

@@ -42,8 +42,8 @@ def main() -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from django_dbjobs import retention
     from django_dbjobs.models import Job, JobStatus
+    from django_dbjobs.operations import retention
 
     ensure_index()
     fill(options.jobs, options.refill)

@@ -28,7 +28,7 @@ def idle_cost(seconds: float, schedules: int) -> float:
     from django.db import connection
 
     from django_dbjobs.models import Schedule
-    from django_dbjobs.scheduler import Scheduler
+    from django_dbjobs.schedules.scheduler import Scheduler
 
     Schedule.objects.all().delete()
     for number in range(schedules):

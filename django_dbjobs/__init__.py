@@ -8,8 +8,8 @@ before Django's apps are ready.
 __version__ = "0.1.0.dev0"
 
 _EXPORTS = {
-    "job": "registry",
-    "JobFunction": "registry",
+    "job": "enqueuing",
+    "JobFunction": "enqueuing",
     "enqueue": "enqueuing",
     "aenqueue": "enqueuing",
     "prepare": "enqueuing",

@@ -9,3 +9,6 @@ class DbJobsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 - registers the system checks
+        from .schedules import services
+
+        services.connect()

@@ -8,10 +8,12 @@ from django.core import checks
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from . import db, retention, validation
+from . import db
 from .conf import DEFAULTS, settings
 from .db import migration_history
+from .enqueuing import validation
 from .models.job import MAX_PRIORITY, MIN_PRIORITY
+from .operations import retention
 
 # (setting, test, message, hint, id); ids are never reused.
 NUMBER_RULES = [
@@ -241,7 +243,8 @@ def unimported_job_warnings() -> list[checks.Warning]:
     """
     from django.urls import get_resolver
 
-    from . import discovery, registry
+    from . import registry
+    from .registry import discovery
 
     try:
         get_resolver().url_patterns  # noqa: B018 - imports the URLconf, as check_url_config does
@@ -289,7 +292,7 @@ def unknown_setting_warnings() -> list[checks.Warning]:
 
 def schedule_errors() -> list[checks.Error]:
     """One error per problem of DBJOBS_SCHEDULES, naming the schedule."""
-    from .schedules import settings_problems
+    from .schedules.definitions import settings_problems
 
     return [
         checks.Error(

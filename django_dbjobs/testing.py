@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from django.db import router, transaction
 from django.db.models.functions import Now
 
-from . import execution
+from .db.outage import Outage
 from .models import Job, JobStatus
-from .outage import Outage
 from .signals import job_enqueued
+from .worker import execution
 
 __all__ = ["CapturedJobs", "capture_jobs", "run_jobs"]
 

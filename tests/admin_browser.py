@@ -35,7 +35,7 @@ import datetime, json, math, random
 from django.contrib.auth.models import User
 from django.utils import timezone
 from django_dbjobs.models import Job, Schedule, WorkerProcess
-from django_dbjobs.schedules import sync_settings
+from django_dbjobs.schedules.definitions import sync_settings
 
 User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
 rng = random.Random(20240611)

@@ -136,7 +136,7 @@ def count_jobs():
 if os.environ.get("DBJOBS_TEST_RAW_RESULTS"):
     # Switch off the worker's cleaning of return values, so the database itself meets
     # a value it refuses (the safety net behind the validation).
-    from django_dbjobs import validation
+    from django_dbjobs.enqueuing import validation
 
     validation.return_value = lambda value, reject_nul: value
 

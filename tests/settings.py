@@ -127,10 +127,10 @@ if os.environ.get("DBJOBS_TEST_CONTEXT_HOOKS"):
 if os.environ.get("DBJOBS_TEST_CHILD_CRASH") and os.environ.get("DBJOBS_SUPERVISOR_PID"):
     raise SystemExit(3)
 if os.environ.get("DBJOBS_TEST_RESTART_PAUSE"):
-    import django_dbjobs.supervisor as _supervisor
+    import django_dbjobs.worker.supervisor as _supervisor
 
     _supervisor.RESTART_PAUSE = float(os.environ["DBJOBS_TEST_RESTART_PAUSE"])
 if os.environ.get("DBJOBS_TEST_STUCK_AFTER"):
-    import django_dbjobs.timeouts as _timeouts
+    import django_dbjobs.worker.timeouts as _timeouts
 
     _timeouts.STUCK_AFTER = float(os.environ["DBJOBS_TEST_STUCK_AFTER"])

@@ -232,7 +232,7 @@ def test_enqueued_id_range_covers_the_period_with_clock_margins():
     from django.utils import timezone
 
     from django_dbjobs.admin.listing import enqueued_id_range, id_floor
-    from django_dbjobs.ids import new_id
+    from django_dbjobs.models.ids import new_id
 
     now = timezone.now()
     made = new_id()

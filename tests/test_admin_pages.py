@@ -9,7 +9,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_dbjobs.models import Job, JobStatus, Queue, Schedule, WorkerProcess
-from django_dbjobs.queue_stats import finished_per_minute, queue_rows
+from django_dbjobs.operations.queue_stats import finished_per_minute, queue_rows
 
 from .admin_helpers import action, failed_job, staff, text
 from .conftest import live_worker

@@ -7,7 +7,8 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from django_dbjobs import bulk_enqueue, enqueue, enqueue_many, prepare, wakeup
+from django_dbjobs import bulk_enqueue, enqueue, enqueue_many, prepare
+from django_dbjobs.enqueuing import wakeup
 from django_dbjobs.exceptions import InvalidJob, InvalidJobArguments, PayloadTooLarge, UnknownJob
 from django_dbjobs.models import Job, JobStatus
 from tests import jobs
@@ -178,7 +179,7 @@ def test_bulk_enqueue_refuses_a_missing_json_value_as_save_does():
 
 @pytest.mark.django_db
 def test_enqueue_many_splits_a_statement_whose_column_text_would_be_too_large(monkeypatch):
-    from django_dbjobs import inserts
+    from django_dbjobs.enqueuing import inserts
 
     statements = []
     monkeypatch.setattr(inserts, "MAX_ARRAY_TEXT", 40)  # a few jobs' arguments at most
@@ -207,7 +208,7 @@ def test_every_path_stores_arguments_that_exact_lookups_find():
 
 @pytest.mark.django_db
 def test_statements_are_worked_out_once():
-    from django_dbjobs import insert_sql
+    from django_dbjobs.enqueuing import insert_sql
 
     enqueue(jobs.echo, 1)
     enqueue_many(jobs.echo, [(1,), (2,)])

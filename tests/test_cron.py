@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from django_dbjobs.cron import Cron
+from django_dbjobs.cron.expression import Cron
+from django_dbjobs.cron.missed_runs import MAX_CATCH_UP, plan
 from django_dbjobs.exceptions import InvalidSchedule
-from django_dbjobs.missed_runs import MAX_CATCH_UP, plan
 
 UTC = datetime.timezone.utc
 WINDOW = datetime.timedelta(minutes=10)

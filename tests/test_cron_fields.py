@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from django_dbjobs.cron import Cron
+from django_dbjobs.cron.expression import Cron
 from django_dbjobs.exceptions import InvalidSchedule
 
 UTC = datetime.timezone.utc

@@ -7,7 +7,8 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from django_dbjobs import aenqueue, bulk_enqueue, enqueue, enqueue_many, prepare, wakeup
+from django_dbjobs import aenqueue, bulk_enqueue, enqueue, enqueue_many, prepare
+from django_dbjobs.enqueuing import wakeup
 from django_dbjobs.exceptions import (
     InvalidJob,
     InvalidJobArguments,

@@ -9,7 +9,7 @@ from django_dbjobs import enqueue, enqueue_many
 from django_dbjobs.exceptions import InvalidJobContext
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.signals import job_failed
-from django_dbjobs.worker import Worker
+from django_dbjobs.worker.loop import Worker
 from tests import context_hooks, jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,8 +106,8 @@ def test_a_capture_hook_returning_bad_data_is_a_clear_error_and_writes_nothing(s
 
 
 def test_a_scheduled_job_has_no_enqueuer_context(hooks):
-    from django_dbjobs import firing
     from django_dbjobs.models import Schedule
+    from django_dbjobs.schedules import firing
 
     schedule = Schedule.objects.create(name="s", cron="* * * * *", job="tests.jobs.add", args=[1, 2])
     token = context_hooks.request_id.set("from-the-scheduler-thread")

@@ -6,11 +6,12 @@ import traceback
 import pytest
 from django.db import transaction
 
-from django_dbjobs import enqueue, execution
-from django_dbjobs.acks import SuccessBatch
+from django_dbjobs import enqueue
+from django_dbjobs.db.outage import Outage
 from django_dbjobs.models import Isolation, Job, JobStatus
-from django_dbjobs.outage import Outage
 from django_dbjobs.signals import job_failed, job_finished, job_started
+from django_dbjobs.worker import execution
+from django_dbjobs.worker.acks import SuccessBatch
 from tests import jobs
 
 
@@ -265,7 +266,7 @@ def test_a_batch_with_one_refused_value_is_stored_job_by_job():
 
 
 def test_return_values_are_cleaned_not_refused():
-    from django_dbjobs import validation
+    from django_dbjobs.enqueuing import validation
 
     assert validation.return_value(["a\ud800", {"k\x00": "b\x00"}], True) == ["a?", {"k\ufffd": "b\ufffd"}]
 

@@ -226,8 +226,8 @@ def test_jobs_using_the_database_succeed_first_time_after_a_server_restart(run_j
 
 def test_a_job_only_the_new_release_knows_waits_for_a_worker_that_does(run_jobs):
     import tests.new_release  # noqa: F401 - the enqueuing process runs the new release
-    from django_dbjobs import discovery
     from django_dbjobs.exceptions import UnimportedJobWarning
+    from django_dbjobs.registry import discovery
 
     discovery.forget()
     with pytest.warns(UnimportedJobWarning, match="tests.new_release"):  # this worker's settings lack it

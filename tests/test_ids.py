@@ -1,6 +1,6 @@
 import uuid
 
-from django_dbjobs.ids import new_id
+from django_dbjobs.models.ids import new_id
 
 
 def test_ids_are_uuid7_strings():
@@ -30,7 +30,7 @@ def test_a_forked_child_never_repeats_its_parents_random_bits():
 
 
 def test_ids_made_in_a_batch_are_those_one_by_one_would_be():
-    from django_dbjobs.ids import new_ids
+    from django_dbjobs.models.ids import new_ids
 
     made = [new_id(), *new_ids(5000), new_id(), *new_ids(1), *new_ids(0), new_id()]
     assert len(made) == 5004 and made == sorted(made) and len(set(made)) == len(made)

@@ -16,9 +16,10 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_dbjobs import db, prepare, wakeup
+from django_dbjobs import db, prepare
+from django_dbjobs.enqueuing import wakeup
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.tasks_db_import import job_id
+from django_dbjobs.operations.tasks_db_import import job_id
 from tests.tasks_db_models import NO_RUN_AFTER, DBTaskResult, HexIdDBTaskResult
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,8 +11,9 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_dbjobs import enqueue, enqueue_many, insert_one
+from django_dbjobs import enqueue, enqueue_many
 from django_dbjobs.db import libpq
+from django_dbjobs.enqueuing import insert_one
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job
 from tests import jobs

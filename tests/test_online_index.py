@@ -15,10 +15,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.recorder import MigrationRecorder
 
 from django_dbjobs import db
-from django_dbjobs.db.online_index import (
-    _index_state,
-    is_index_only,
-)
+from django_dbjobs.db.online_index import _index_state, is_index_only
 from django_dbjobs.models import Job
 
 pytestmark = pytest.mark.django_db(transaction=True)

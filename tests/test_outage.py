@@ -6,10 +6,10 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from django_dbjobs import outage
+from django_dbjobs.db import outage
+from django_dbjobs.db.outage import Outage
 from django_dbjobs.exceptions import MissingMigrations
 from django_dbjobs.models import Job
-from django_dbjobs.outage import Outage
 from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)

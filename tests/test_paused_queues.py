@@ -9,7 +9,7 @@ from django.db import connection
 from django_dbjobs import enqueue
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus, Queue
-from django_dbjobs.paused_queues import PAUSE_CHECK_INTERVAL, PausedQueues
+from django_dbjobs.worker.paused_queues import PAUSE_CHECK_INTERVAL, PausedQueues
 
 from . import jobs
 from .conftest import wait_for
@@ -49,7 +49,7 @@ def test_a_claim_on_paused_queues_only_takes_nothing():
 
 def test_the_worker_view_of_paused_queues_is_read_again_after_a_second(caplog, monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr("django_dbjobs.paused_queues.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("django_dbjobs.worker.paused_queues.time.monotonic", lambda: clock[0])
     paused = PausedQueues("w1", "default")
     assert paused.current() == frozenset()
     Queue.objects.pause(["emails"])
@@ -89,7 +89,7 @@ def test_a_running_worker_stops_claiming_from_a_paused_queue_and_resumes(run_job
 def test_the_idle_probe_does_not_take_a_paused_backlog_for_work():
     import threading
 
-    from django_dbjobs.wakeup import IdleWaiter
+    from django_dbjobs.worker.idle_wait import IdleWaiter
 
     Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")
     paused = frozenset({"emails"})
@@ -106,8 +106,8 @@ def test_the_idle_probe_does_not_take_a_paused_backlog_for_work():
 
 
 def test_empty_claims_are_spaced_while_queues_are_paused():
-    from django_dbjobs.claiming import PAUSED_CLAIM_GAP
-    from django_dbjobs.worker import Worker
+    from django_dbjobs.worker.claiming import PAUSED_CLAIM_GAP
+    from django_dbjobs.worker.loop import Worker
 
     Queue.objects.pause(["emails"])
     Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")

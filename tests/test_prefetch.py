@@ -7,8 +7,8 @@ from django.db import OperationalError
 
 from django_dbjobs import bulk_enqueue, prepare
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.prefetch import Prefetch
-from django_dbjobs.worker import Worker
+from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker.prefetch import Prefetch
 from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -221,7 +221,7 @@ def test_the_first_success_of_a_batch_wakes_the_loop_to_store_it_in_time():
 def test_a_job_deadline_wakes_a_loop_that_would_sleep_past_it():
     import threading
 
-    from django_dbjobs import timeouts
+    from django_dbjobs.worker import timeouts
 
     event = threading.Event()
     timeouts.subscribe(event)

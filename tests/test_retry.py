@@ -1,6 +1,6 @@
 import pytest
 
-from django_dbjobs.retry import RetryPolicy
+from django_dbjobs.worker.retry import RetryPolicy
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from django.test import override_settings
 from django_dbjobs import checks
 from django_dbjobs.exceptions import InvalidSchedule
 from django_dbjobs.models import Schedule
-from django_dbjobs.scheduler import Scheduler
+from django_dbjobs.schedules.scheduler import Scheduler
 from tests.admin_helpers import staff
 
 pytestmark = pytest.mark.django_db(transaction=True)

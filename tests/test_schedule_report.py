@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from django_dbjobs.schedules import sync_settings
+from django_dbjobs.schedules.definitions import sync_settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,12 +13,13 @@ from django.db.models.functions import Now
 from django.test import override_settings
 from django.utils import timezone
 
-from django_dbjobs import checks, db, wakeup
+from django_dbjobs import checks, db
+from django_dbjobs.enqueuing import wakeup
 from django_dbjobs.exceptions import InvalidSchedule
-from django_dbjobs.firing import fire, run_now
 from django_dbjobs.models import DefinedIn, Job, Schedule, ScheduleTick
-from django_dbjobs.scheduler import Scheduler
-from django_dbjobs.schedules import sync_settings
+from django_dbjobs.schedules.definitions import sync_settings
+from django_dbjobs.schedules.firing import fire, run_now
+from django_dbjobs.schedules.scheduler import Scheduler
 from django_dbjobs.signals import schedule_fired
 from tests.conftest import wait_for
 

@@ -4,9 +4,10 @@ import pytest
 from django.db import transaction
 from django.db.models.functions import Now
 
-from django_dbjobs import enqueue, execution
+from django_dbjobs import enqueue
 from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
-from django_dbjobs.sweep import sweep
+from django_dbjobs.worker import execution
+from django_dbjobs.worker.sweep import sweep
 from tests import jobs
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from django_dbjobs.exceptions import InvalidJobArguments, WorkerLost
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.sweep import sweep
-from django_dbjobs.worker import Worker
+from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker.sweep import sweep
 from tests import jobs
 
 tasks = pytest.importorskip("tests.tasks")
@@ -330,8 +330,8 @@ def test_a_task_not_found_at_its_module_path_is_refused():
 
 
 def test_a_task_workers_would_not_import_is_enqueued_with_a_warning(caplog):
-    from django_dbjobs import discovery
     from django_dbjobs.exceptions import UnimportedJobWarning
+    from django_dbjobs.registry import discovery
     from tests.task_elsewhere import stray
 
     discovery.forget()
@@ -387,7 +387,7 @@ def test_one_database_backend_alias_serves_every_task(settings):
 
 def test_a_task_dead_lettered_by_the_sweep_sends_task_finished():
     from django_dbjobs.models import Isolation
-    from django_dbjobs.sweep import sweep
+    from django_dbjobs.worker.sweep import sweep
 
     finished = []
 

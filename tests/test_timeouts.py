@@ -7,10 +7,11 @@ import time
 import pytest
 from django.utils import timezone
 
-from django_dbjobs import enqueue, registry
+from django_dbjobs import enqueue
+from django_dbjobs.enqueuing import job_function as registry
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.worker import Worker
+from django_dbjobs.worker.loop import Worker
 from tests import jobs
 from tests.conftest import wait_for
 
@@ -62,7 +63,7 @@ def test_the_default_timeout_applies_to_jobs_without_their_own(settings):
 def test_runs_ending_at_their_deadline_get_one_clear_outcome_and_leave_nothing_behind(settings):
     """Jobs that spin for exactly their timeout: some finish first, some are interrupted, none
     gets a bare or late interruption, and the next jobs on the same threads run untouched."""
-    from django_dbjobs import timeouts
+    from django_dbjobs.worker import timeouts
 
     settings.DBJOBS_DEFAULT_TIMEOUT = 0.02
     created = [enqueue(jobs.spin_for, 0.02, max_attempts=1) for _ in range(60)]

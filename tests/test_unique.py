@@ -6,9 +6,11 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from django_dbjobs import bulk_enqueue, enqueue, execution, prepare, wakeup
+from django_dbjobs import bulk_enqueue, enqueue, prepare
+from django_dbjobs.enqueuing import wakeup
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.worker import execution
 from tests import jobs
 from tests.conftest import ROOT
 

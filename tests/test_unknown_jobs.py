@@ -8,10 +8,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from django_dbjobs import checks, discovery, enqueue, unknown_jobs
+from django_dbjobs import checks, enqueue
 from django_dbjobs.exceptions import UnimportedJobWarning
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.worker import Worker
+from django_dbjobs.operations import unknown_jobs
+from django_dbjobs.registry import discovery
+from django_dbjobs.worker.loop import Worker
 from tests import job_elsewhere, jobs, reexported_job
 from tests.conftest import live_worker
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from django_dbjobs import validation
+from django_dbjobs.enqueuing import validation
 from django_dbjobs.exceptions import InvalidJobArguments
 
 
@@ -73,7 +73,7 @@ def test_nul_is_allowed_where_the_database_stores_it():
     ],
 )
 def test_positional_payload_text_is_what_save_stores_and_its_limit_is_payloads(args, settings):
-    from django_dbjobs import validation
+    from django_dbjobs.enqueuing import validation
     from django_dbjobs.exceptions import PayloadTooLarge
 
     clean, text = validation.positional_payload(args, reject_nul=False)
@@ -92,7 +92,7 @@ def test_positional_payload_text_is_what_save_stores_and_its_limit_is_payloads(a
 
 @pytest.mark.parametrize("args", [("a\x00b",), (1, "ok", "\x00")])
 def test_positional_payload_refuses_nul_where_the_database_cannot_store_it(args):
-    from django_dbjobs import validation
+    from django_dbjobs.enqueuing import validation
     from django_dbjobs.exceptions import InvalidJobArguments
 
     with pytest.raises(InvalidJobArguments, match=r"args\[\d\] contains a NUL"):

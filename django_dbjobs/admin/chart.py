@@ -9,7 +9,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from ..queue_stats import Minute
+from ..operations.queue_stats import Minute
 
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 720, 180, 40, 20, 10
 SUCCEEDED_COLOUR, FAILED_COLOUR = "#2e7d32", "#ba2121"

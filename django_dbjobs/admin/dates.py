@@ -8,7 +8,7 @@ from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from ..cron import zone
+from ..cron.expression import zone
 from ..exceptions import InvalidSchedule
 
 

@@ -10,8 +10,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
-from .. import unknown_jobs
 from ..models import Job, JobStatus
+from ..operations import unknown_jobs
 from . import dates, display
 
 

@@ -7,7 +7,7 @@ from django.utils.translation import gettext as _
 from .. import registry
 
 
-def known_jobs() -> dict[str, registry.JobFunction]:
+def known_jobs() -> dict[str, registry.RegisteredJob]:
     """Every job this process has registered, by name; those of a module that failed to import are missing."""
     return registry.discovered_with_errors()[0]
 

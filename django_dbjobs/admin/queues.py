@@ -13,8 +13,8 @@ from django.views.decorators.http import require_POST
 
 from ..exceptions import InvalidJob
 from ..models import Overview, Queue
-from ..queue_stats import finished_per_minute
-from ..status import read_status, standing_problems
+from ..operations.queue_stats import finished_per_minute
+from ..operations.status import read_status, standing_problems
 from . import display
 from .audit import log_change
 from .chart import throughput_svg

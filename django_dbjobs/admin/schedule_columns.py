@@ -9,7 +9,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..models import Schedule
-from ..schedule_report import state
+from ..schedules.report import state
 from . import dates, display
 from .job_columns import breakable
 from .links import admin_url

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from ..exceptions import DbJobsError
 from ..models import DefinedIn, Job, Schedule
-from ..schedules import KEYS
+from ..schedules.definitions import KEYS
 from .confirm import confirm_action
 from .known_jobs import import_error_messages, known_jobs
 from .links import admin_url

@@ -17,7 +17,9 @@ from django.conf import settings as django_settings
 from django.core import checks
 from django.utils.module_loading import import_string
 
-from .. import enqueuing, registry, rows, validation
+from .. import registry
+from ..enqueuing import api as enqueuing
+from ..enqueuing import rows, validation
 from ..exceptions import InvalidJob
 from ..models import Job
 from .compat import (

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from .. import async_jobs
 from ..models import Job, JobStatus
-from ..registry import JobFunction, JobOptions
+from ..registry.job import JobOptions, RegisteredJob
 from ..signals import send
 from .compat import Task, TaskContext, task_finished, task_started
 from .results import task_result
@@ -36,7 +35,7 @@ class DatabaseTask(Task):
     unique_key: str | Callable[..., str] | None = None
 
 
-class TaskJob(JobFunction):
+class TaskJob(RegisteredJob):
     """A registered job that runs a Task: its context, its signals, its async function."""
 
     finished_logs_failure = True  # Django's receiver of task_finished logs it, as for its own backends
@@ -61,9 +60,7 @@ class TaskJob(JobFunction):
         result = task_result(job, self.task, self.backend.alias)
         send(task_started, sender=type(self.backend), task_result=result)
         args = (TaskContext(task_result=result), *job.args) if self.task.takes_context else job.args
-        if self.is_async:  # as Task.call() would, but cancellable (async_jobs.py)
-            return async_jobs.run(self.task.func, args, job.kwargs, key=job.pk)
-        return self.task.func(*args, **job.kwargs)
+        return self.task.func(*args, **job.kwargs)  # a coroutine for an async task: see RegisteredJob.run()
 
     def finished(self, job: Job, status: str, failure: BaseException | None) -> None:
         if status not in (JobStatus.SUCCESSFUL, JobStatus.FAILED):

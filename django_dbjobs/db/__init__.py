@@ -211,13 +211,7 @@ def pks_on_index(queryset, index: str, limit: int) -> list:
         return [row[0] for row in cursor.fetchall()]
 
 
-from .claims import (  # noqa: E402 - the hot-path SQL, kept in its own modules
-    APPEND_SQL,
-    JSON_PLACEHOLDER,
-    NOW_SQL,
-    claim_jobs,
-    claim_sql,
-)
+from .claims import APPEND_SQL, JSON_PLACEHOLDER, NOW_SQL, claim_jobs, claim_sql  # noqa: E402 - the hot-path SQL, kept in its own modules
 from .completions import WithoutLastWorker, finish_successes  # noqa: E402
 
 __all__ += [

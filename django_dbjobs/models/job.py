@@ -10,7 +10,7 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from .. import db
-from ..ids import new_id
+from .ids import new_id
 from .queryset import JobQuerySet
 from .states import CLAIM_ORDER, MAX_PRIORITY, MIN_PRIORITY, Isolation, JobStatus
 

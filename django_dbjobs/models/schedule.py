@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
-from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .schedule_queryset import TIMING_FIELDS, ScheduleQuerySet
 from .states import MAX_PRIORITY, MIN_PRIORITY
+
+#: What Schedule needs from the schedules subsystem, which sits above the models:
+#: ``definition_errors(definition)`` for clean() and ``run_now(schedule, using)``.
+#: schedules/services.py lends them when the app is ready (AppConfig.ready()).
+SERVICES: dict[str, Callable[..., Any]] = {}
 
 #: Fields a save() of an edited schedule leaves alone: the schedulers write them.
 KEPT_ON_SAVE = (
@@ -143,14 +148,12 @@ class Schedule(models.Model):
 
     def cron_schedule(self):
         """This schedule's Cron (cron.py); raises InvalidSchedule if the expression or timezone is bad."""
-        from ..cron import Cron
+        from ..cron.expression import Cron
 
         return Cron(self.cron, self.timezone)
 
     def clean(self) -> None:
-        from ..schedules import definition_errors
-
-        errors = definition_errors(self.definition())
+        errors = SERVICES["definition_errors"](self.definition())
         if not django_settings.USE_TZ:
             errors["timezone"] = "Schedules need USE_TZ = True: their due times are stored in UTC."
         if errors:
@@ -217,16 +220,4 @@ class Schedule(models.Model):
 
         Return the job and whether it is new (with no_overlap, the active job instead).
         """
-        from ..firing import run_now
-
-        return run_now(self, using=using or self._state.db)
-
-
-def _schedules_changed(sender, instance, using, **kwargs) -> None:
-    from .. import wakeup
-
-    transaction.on_commit(wakeup.schedules_changed, using=using)
-
-
-post_save.connect(_schedules_changed, sender=Schedule, dispatch_uid="dbjobs_schedule_saved")
-post_delete.connect(_schedules_changed, sender=Schedule, dispatch_uid="dbjobs_schedule_deleted")
+        return SERVICES["run_now"](self, using=using or self._state.db)

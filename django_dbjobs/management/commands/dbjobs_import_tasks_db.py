@@ -6,7 +6,7 @@ from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.models import Job
-from django_dbjobs.tasks_db_import import DEFAULT_BATCH_SIZE, SOURCE_TABLE, import_tasks_db
+from django_dbjobs.operations.tasks_db_import import DEFAULT_BATCH_SIZE, SOURCE_TABLE, import_tasks_db
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.models import Job, Schedule
-from django_dbjobs.schedule_report import schedule_rows
+from django_dbjobs.schedules.report import schedule_rows
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, InterfaceError, router
 
-from django_dbjobs import validation
+from django_dbjobs.enqueuing import validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.management.options import (
@@ -14,7 +14,7 @@ from django_dbjobs.management.options import (
     seconds,
 )
 from django_dbjobs.models import Job
-from django_dbjobs.status import judge, read_status, table
+from django_dbjobs.operations.status import judge, read_status, table
 
 
 class Command(BaseCommand):

@@ -3,11 +3,12 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db import router
 
-from django_dbjobs import retention, validation
+from django_dbjobs.enqueuing import validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.management.options import add_database_option, add_queues_option, duration, queue_names
 from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.operations import retention
 
 
 class Command(BaseCommand):

@@ -4,12 +4,15 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from django_dbjobs import db, known_queues, registry, supervisor, validation
+from django_dbjobs import db, registry
+from django_dbjobs.enqueuing import validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
-from django_dbjobs.progress import BurstProgress
-from django_dbjobs.worker import Worker
+from django_dbjobs.operations import known_queues
+from django_dbjobs.worker.progress import BurstProgress
+from django_dbjobs.worker import supervisor
+from django_dbjobs.worker.loop import Worker
 
 
 class Command(BaseCommand):

@@ -1,0 +1,308 @@
+"""enqueue(), aenqueue(), prepare(), bulk_enqueue() and enqueue_many(): put jobs in the table.
+
+A job's own keyword arguments go in ``kwargs={...}``; every other keyword is an
+enqueue option. So a job with a parameter called ``queue`` or ``priority`` can never
+have it mistaken for an option.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError, connections, router, transaction
+
+from .. import db, registry
+from ..conf import settings
+from ..exceptions import InvalidJob, InvalidJobArguments, UnknownOption
+from ..models import Job
+from ..registry import discovery
+from ..registry.job import RegisteredJob
+from ..signals import has_receivers, job_enqueued
+from . import enqueuer_context, insert_one, inserts, rows, validation, wakeup
+
+logger = logging.getLogger("django_dbjobs")
+
+JobTarget = RegisteredJob | Callable | str
+
+
+def prepare(
+    job: JobTarget,
+    *args: Any,
+    kwargs: dict[str, Any] | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    run_at: datetime.datetime | None = None,
+    delay: datetime.timedelta | float | None = None,
+    max_attempts: int | None = None,
+    unique_key: str | None = None,
+    using: str | None = None,
+    **unknown: Any,
+) -> Job:
+    """Validate a job and return it as an unsaved Job, ready for bulk_enqueue().
+
+    Raises an InvalidJob subclass naming the bad argument; nothing is written.
+    """
+    _refuse_unknown_options("prepare", args, unknown)
+    fields, using = job_fields(
+        job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
+    )
+    return rows.build(fields, using)
+
+
+def job_fields(
+    job,
+    args,
+    kwargs,
+    queue,
+    priority,
+    run_at,
+    delay,
+    max_attempts,
+    unique_key,
+    using,
+    check_signature=True,
+    capture=True,
+):
+    """The validated field values of a new job, and the database it goes to (InvalidJob if invalid).
+
+    With `capture`, the enqueuer's context (language, timezone, DBJOBS_CONTEXT_CAPTURE)
+    goes with the job; a scheduler's jobs have no enqueuer.
+    """
+    registered = registry.resolve(job)
+    discovery.warn_if_unimported(registered)
+    using = using or router.db_for_write(Job)
+    reject_nul = db.rejects_nul(using)
+    clean_args, clean_kwargs = validation.payload(args, kwargs or {}, reject_nul)
+    if check_signature:
+        registered.check_arguments(clean_args, clean_kwargs)
+    queue, priority, max_attempts = _options(registered, queue, priority, max_attempts)
+    fields = {
+        "name": registered.name,
+        "args": clean_args,
+        "kwargs": clean_kwargs,
+        "queue": queue,
+        "priority": priority,
+        "max_attempts": max_attempts,
+    }
+    if unique_key is not None:
+        fields["unique_key"] = fields["active_key"] = validation.unique_key(unique_key, reject_nul)
+    when = validation.run_at(run_at, delay)
+    if when is not None:
+        fields["run_at"] = when
+    if capture:
+        context = enqueuer_context.capture()
+        if context is not None:
+            fields["context"] = context
+    return fields, using
+
+
+def _options(registered: RegisteredJob, queue: Any, priority: Any, max_attempts: Any) -> tuple[str, int, int]:
+    """The job's queue, priority and maximum attempts: as given, else the job's own, else the
+    settings'; validated (InvalidJob). Kept per combination, types included (True is not 1)."""
+    key = (registered, queue, type(queue), priority, type(priority), max_attempts, type(max_attempts))
+    try:
+        found = _validated_options.get(key)
+    except TypeError:  # an unhashable value, and so an invalid one: refused below
+        found, key = None, None
+    if found is None:
+        defaults = registered.options
+        found = (
+            validation.queue(_first(queue, defaults.queue, settings.DEFAULT_QUEUE)),
+            validation.priority(_first(priority, defaults.priority, settings.DEFAULT_PRIORITY)),
+            validation.max_attempts(
+                _first(max_attempts, defaults.max_attempts, settings.DEFAULT_MAX_ATTEMPTS)
+            ),
+        )
+        if key is not None:
+            if len(_validated_options) >= 1024:
+                _validated_options.clear()
+            _validated_options[key] = found
+    return found
+
+
+#: _options()'s results; read again when the settings change (override_settings).
+_validated_options: dict[tuple, tuple[str, int, int]] = {}
+settings.on_reload(_validated_options.clear)
+
+
+def enqueue(
+    job: JobTarget,
+    *args: Any,
+    kwargs: dict[str, Any] | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    run_at: datetime.datetime | None = None,
+    delay: datetime.timedelta | float | None = None,
+    max_attempts: int | None = None,
+    unique_key: str | None = None,
+    using: str | None = None,
+    **unknown: Any,
+) -> Job:
+    """Store a job to run `job(*args, **kwargs)` in a worker, and return it.
+
+    Inside ``transaction.atomic`` the row joins the caller's transaction; workers in
+    this process are woken when it commits, never on rollback.
+
+    Options: ``kwargs`` (the job's keyword arguments), ``queue``, ``priority``
+    (-100..100, higher runs first), ``run_at`` (aware datetime) or ``delay``
+    (seconds or timedelta), ``max_attempts``, ``unique_key``, ``using`` (database alias).
+
+    With ``unique_key``, if a READY or RUNNING job of the same name has that key,
+    nothing is written and that job is returned instead.
+    """
+    _refuse_unknown_options("enqueue", args, unknown)
+    fields, using = job_fields(
+        job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
+    )
+    return store(rows.build(fields, using), fields, using)[0]
+
+
+def store(instance: Job, fields: dict[str, Any], using: str, quiet: bool = False) -> tuple[Job, bool]:
+    """Insert a job built by rows.build() from `fields`; return it (or its key's holder) and if it is new.
+
+    With `quiet` (the scheduler) no receiver runs inside the transaction: no save
+    signals, and job_enqueued is left to the caller to send after the commit.
+    """
+    if instance.unique_key is not None:
+        instance, created = _insert_unique(instance, using)
+        if not created:
+            return instance, False
+    else:
+        given = frozenset(fields)
+        if not insert_one.insert(instance, given, using):
+            inserts.insert([instance], using, signals=not quiet, given=given)
+    if quiet:
+        transaction.on_commit(wakeup.notify, using=using)
+    else:
+        _enqueued([instance], using)
+    return instance, True
+
+
+def _insert_unique(instance: Job, using: str) -> tuple[Job, bool]:
+    """Insert a job unless its key is taken; return the job holding the key and whether it is new.
+
+    The database's unique constraint decides, not a check-then-insert: a conflicting
+    insert is skipped (ON CONFLICT DO NOTHING / INSERT IGNORE / INSERT OR IGNORE),
+    waiting first for a concurrent holder to commit or roll back.
+    """
+    holders = Job.objects.using(using).filter(name=instance.name, active_key=instance.active_key)
+    for _ in range(5):
+        Job.objects.using(using).bulk_create([instance], ignore_conflicts=True)
+        holder = holders.first()
+        if holder is not None:
+            return holder, holder.pk == instance.pk
+        # The holder finished between the insert and the read: the key is free again.
+    raise DatabaseError(f"Could not store job {instance.name} with unique_key={instance.unique_key!r}.")
+
+
+async def aenqueue(job: JobTarget, *args: Any, **options: Any) -> Job:
+    """The async twin of enqueue()."""
+    return await sync_to_async(enqueue)(job, *args, **options)
+
+
+def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
+    """Store many prepared jobs with bulk_create, in as few INSERTs as batch_size allows.
+
+    Pass jobs made by prepare(); all go to the database of the first one. Every job
+    is validated before anything is written.
+    """
+    jobs = list(jobs)
+    if not jobs:
+        return []
+    for instance in jobs:
+        if not isinstance(instance, Job) or instance._state.adding is False:
+            raise TypeError("bulk_enqueue() takes unsaved jobs made by prepare().")
+        if instance.unique_key is not None:
+            raise InvalidJob("bulk_enqueue() does not take unique_key; use enqueue() for unique jobs.")
+    using = jobs[0]._state.db or router.db_for_write(Job)
+    with transaction.atomic(using=using):
+        inserts.insert(jobs, using, batch_size=batch_size)
+        _enqueued(jobs, using)
+    return jobs
+
+
+def enqueue_many(
+    job: JobTarget,
+    arguments: Iterable[tuple | list],
+    *,
+    queue: str | None = None,
+    priority: int | None = None,
+    run_at: datetime.datetime | None = None,
+    delay: datetime.timedelta | float | None = None,
+    max_attempts: int | None = None,
+    using: str | None = None,
+    batch_size: int = 1000,
+) -> list[Job]:
+    """Enqueue `job` once per item of `arguments`, each a tuple of positional arguments.
+
+    The fastest way to store many jobs of one kind: the options are validated once,
+    each item's arguments on their own, all before anything is written; the rows go
+    in as few INSERTs as batch_size allows, in one transaction. For jobs that differ
+    in more than their positional arguments, use prepare() and bulk_enqueue().
+
+    ``enqueue_many(send_welcome, [(1,), (2,), (3,)])`` stores three jobs.
+    """
+    items = list(arguments)
+    for index, item in enumerate(items):
+        if not isinstance(item, tuple | list):
+            raise InvalidJobArguments(
+                f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
+                "positional arguments, such as (user_id,)."
+            )
+    common, using = job_fields(
+        job, (), None, queue, priority, run_at, delay, max_attempts, None, using, check_signature=False
+    )
+    reject_nul = db.rejects_nul(using)
+    registered = registry.resolve(job)
+    each, texts = [], []
+    for index, item in enumerate(items):
+        try:
+            args, text = validation.positional_payload(item, reject_nul)
+            registered.check_arguments(args, {})
+        except InvalidJobArguments as exc:
+            raise type(exc)(f"arguments[{index}]: {exc}") from None
+        each.append({"args": args, "kwargs": {}})
+        texts.append(text)
+    jobs = rows.build_many(common, each, using)
+    if not jobs:
+        return []
+    with transaction.atomic(using=using):
+        given = frozenset(common)  # args and kwargs included
+        # Every job's kwargs are {}: sent once. Each one's args go as the text validated.
+        inserts.insert(
+            jobs, using, batch_size=batch_size, given=given, shared=given - {"args"}, texts={"args": texts}
+        )
+        _enqueued(jobs, using)
+    return jobs
+
+
+def _enqueued(jobs: list[Job], using: str) -> None:
+    receivers = has_receivers(Job, job_enqueued)
+    if receivers or logger.isEnabledFor(logging.DEBUG):  # else nothing to do per job
+        for instance in jobs:
+            if receivers:
+                job_enqueued.send(sender=Job, job=instance)
+            logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
+    connections[using].on_commit(wakeup.notify)  # transaction.on_commit(), one lookup fewer
+
+
+def _refuse_unknown_options(function: str, args: tuple, unknown: dict[str, Any]) -> None:
+    """Say how to pass a job's keyword arguments when they were given as options."""
+    if not unknown:
+        return
+    names = ", ".join(sorted(unknown))
+    given = ", ".join(
+        [*(repr(a) for a in args[:3]), f"kwargs={{{', '.join(f'{k!r}: ...' for k in unknown)}}}"]
+    )
+    raise UnknownOption(
+        f"{function}() has no option {names}. The job's own keyword arguments go in kwargs={{...}}: "
+        f"{function}(job, {given})."
+    )
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)

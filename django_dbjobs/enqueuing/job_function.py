@@ -1,0 +1,73 @@
+"""JobFunction and @job: a function registered as a job, which users call or enqueue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..exceptions import InvalidJob
+from ..registry import add
+from ..registry.job import JobOptions, RegisteredJob
+
+
+class JobFunction(RegisteredJob):
+    """A registered job: call it to run it now, or `.enqueue(...)` to run it later."""
+
+    def enqueue(self, *args: Any, **options: Any):
+        """Enqueue this job; see django_dbjobs.enqueue() for the options."""
+        from .api import enqueue
+
+        return enqueue(self, *args, **options)
+
+    def enqueue_many(self, arguments, **options: Any):
+        """Enqueue this job once per tuple of positional arguments; see django_dbjobs.enqueue_many()."""
+        from .api import enqueue_many
+
+        return enqueue_many(self, arguments, **options)
+
+    async def aenqueue(self, *args: Any, **options: Any):
+        """Enqueue this job from async code; see django_dbjobs.aenqueue()."""
+        from .api import aenqueue
+
+        return await aenqueue(self, *args, **options)
+
+
+def job(
+    func: Callable | None = None,
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+    backoff: float | None = None,
+    timeout: float | None = None,
+):
+    """Register a module-level function as a job, with default enqueue options.
+
+    Use as ``@job`` or ``@job(queue="emails", max_attempts=5, timeout=60)``. The job's name
+    is its dotted path (``module.function``) unless ``name`` is given.
+    """
+    if timeout is not None and not (
+        isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0
+    ):
+        raise InvalidJob(f"timeout must be a number of seconds above 0, not {timeout!r}.")
+    options = JobOptions(
+        queue=queue, priority=priority, max_attempts=max_attempts, backoff=backoff, timeout=timeout
+    )
+
+    def register(f: Callable) -> JobFunction:
+        if isinstance(f, RegisteredJob):
+            raise InvalidJob(f"{f.name} is already registered as a job.")
+        if not callable(f):
+            raise InvalidJob(f"@job needs a function, not {f!r}.")
+        qualname = getattr(f, "__qualname__", "")
+        if name is None and ("<" in qualname or "." in qualname):
+            raise InvalidJob(
+                f"@job needs a module-level function; {qualname!r} is nested, so a worker "
+                "could not find it. Move it to module level or pass name=."
+            )
+        return add(JobFunction(f, name or f"{f.__module__}.{qualname}", options))
+
+    if func is not None:
+        return register(func)
+    return register

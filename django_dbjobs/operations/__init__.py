@@ -1,0 +1,1 @@
+"""Operating a queue: status and queue statistics, retention, known and unknown names, the django-tasks-db import."""

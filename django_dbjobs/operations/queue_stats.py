@@ -1,0 +1,122 @@
+"""Per-queue counts and lag, and jobs finished per minute: what the admin overview shows."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from django.db.models import Case, Count, Min, Q, Value, When
+from django.db.models.functions import Now, TruncMinute
+
+from ..conf import settings
+from ..models import Job, JobStatus, Queue
+from ..models.clock import database_clock
+from ..models.states import HANDED_BACK_PREFIX
+
+
+@dataclass
+class QueueRow:
+    name: str
+    due: int = 0
+    later: int = 0
+    running: int = 0
+    failed: int = 0
+    oldest_due: datetime.datetime | None = None
+    paused_at: datetime.datetime | None = None
+    paused_by: str = ""
+    #: Seconds the oldest due job has waited (the queue's lag), by the database clock.
+    lag: float | None = field(default=None)
+    #: READY jobs a worker handed back because it did not know them (unknown_jobs.py).
+    handed_back: int = 0
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+
+def queue_rows(using: str = "default") -> list[QueueRow]:
+    """One row per queue that has READY, RUNNING or FAILED jobs, is paused, or is in DBJOBS_QUEUES.
+
+    One grouped query over the failed jobs (from their index alone), one over the ready
+    and running ones (which also counts those handed back as unknown), one over the queue
+    table; finished successes are never read.
+    """
+    now = database_clock(using)
+    rows: dict[str, QueueRow] = {name: QueueRow(name) for name in settings.QUEUES or []}
+    jobs = Job.objects.using(using)
+    # COUNT(*), not COUNT(id): the failed count is then read from the index alone.
+    failed = jobs.failed().values_list("queue").annotate(count=Count("*")).order_by()
+    for queue, count in failed:
+        rows.setdefault(queue, QueueRow(queue)).failed = count
+    active = (
+        jobs.filter(status__in=[JobStatus.READY, JobStatus.RUNNING])
+        .annotate(
+            is_due=Case(When(Q(status=JobStatus.READY, run_at__lte=Now()), then=Value(True)), default=False)
+        )
+        .values_list("queue", "status", "is_due")
+        .annotate(
+            count=Count("*"),
+            oldest=Min("run_at"),
+            handed_back=Count("id", filter=Q(last_error__startswith=HANDED_BACK_PREFIX)),
+        )
+        .order_by()
+    )
+    for queue, status, is_due, count, oldest, handed_back in active:
+        row = rows.setdefault(queue, QueueRow(queue))
+        if status == JobStatus.READY:
+            row.handed_back += handed_back
+        if status == JobStatus.RUNNING:
+            row.running += count
+        elif is_due:
+            row.due += count
+            row.oldest_due = oldest
+        else:
+            row.later += count
+    for queue in Queue.objects.using(using).all():
+        row = rows.setdefault(queue.name, QueueRow(queue.name))
+        row.paused_at, row.paused_by = queue.paused_at, queue.paused_by
+    for row in rows.values():
+        if row.oldest_due is not None:
+            row.lag = max((now - row.oldest_due).total_seconds(), 0.0)
+    return sorted(rows.values(), key=lambda row: row.name)
+
+
+@dataclass
+class Minute:
+    at: datetime.datetime
+    succeeded: int = 0
+    failed: int = 0
+
+
+def finished_per_minute(minutes: int = 60, using: str = "default") -> list[Minute]:
+    """Jobs that succeeded and failed in each of the last `minutes` minutes, oldest first.
+
+    Reads the finished-jobs index (status, finished_at): only the last hour's jobs.
+    """
+    now = database_clock(using).replace(second=0, microsecond=0)
+    start = now - datetime.timedelta(minutes=minutes - 1)
+    buckets = {
+        start + datetime.timedelta(minutes=n): Minute(start + datetime.timedelta(minutes=n))
+        for n in range(minutes)
+    }
+    for status in (JobStatus.SUCCESSFUL, JobStatus.FAILED):
+        # One query per status: each is a range of the finished-jobs index on every database.
+        counts = (
+            Job.objects.using(using)
+            .filter(status=status, finished_at__gte=start)
+            .annotate(minute=TruncMinute("finished_at", tzinfo=datetime.timezone.utc))
+            .values_list("minute")
+            .annotate(count=Count("*"))
+            .order_by()
+        )
+        for minute, count in counts:
+            if minute is None:  # MySQL without time zone tables, with a DATABASES TIME_ZONE
+                continue
+            bucket = buckets.get(minute.astimezone(datetime.timezone.utc).replace(second=0, microsecond=0))
+            if bucket is None:
+                continue
+            if status == JobStatus.SUCCESSFUL:
+                bucket.succeeded += count
+            else:
+                bucket.failed += count
+    return list(buckets.values())

@@ -1,0 +1,198 @@
+"""The health of the queues, for `manage.py dbjobs_status`: counts, lag, workers, and verdicts.
+
+A handful of grouped queries on partial indexes (queue_stats.queue_rows(), the jobs
+handed back as unknown, and one on the worker table), never a scan of the finished
+jobs, so it is cheap enough for a probe that runs every few seconds against a table of
+millions of rows.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import WorkerProcess
+from ..models.clock import database_clock
+from . import unknown_jobs
+from .queue_stats import QueueRow, queue_rows
+from .unknown_jobs import UnknownName
+
+
+@dataclass
+class Status:
+    """The queues and live workers at one moment of the database clock."""
+
+    checked_at: datetime.datetime
+    queues: list[QueueRow]
+    workers: list[WorkerProcess]
+    problems: list[str] = field(default_factory=list)
+    #: The queues asked about (--queues); None: every queue.
+    asked: list[str] | None = None
+    #: Job names a worker did not know, with READY jobs waiting for one that does.
+    unknown: list[UnknownName] = field(default_factory=list)
+
+    @property
+    def serving(self) -> list[WorkerProcess]:
+        """The live workers that take jobs from the queues asked about (all of them when none)."""
+        if not self.asked:
+            return self.workers
+        return [w for w in self.workers if any(w.serves(queue) for queue in self.asked)]
+
+    def served(self, queue: str) -> bool:
+        """Whether a live worker takes jobs from `queue`."""
+        return any(worker.serves(queue) for worker in self.workers)
+
+    def unserved(self, row: QueueRow) -> bool:
+        """Whether the queue of `row` has due jobs, is not paused, and no live worker serves it."""
+        return bool(row.due) and not row.paused and not self.served(row.name)
+
+    @property
+    def failed(self) -> int:
+        return sum(row.failed for row in self.queues)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "checked_at": self.checked_at.isoformat(),
+            "healthy": not self.problems,
+            "problems": self.problems,
+            "queues": [
+                {
+                    "name": row.name,
+                    "ready_due": row.due,
+                    "ready_later": row.later,
+                    "running": row.running,
+                    "failed": row.failed,
+                    "oldest_due_age_seconds": None if row.lag is None else round(row.lag, 3),
+                    "paused": row.paused,
+                    "paused_at": row.paused_at.isoformat() if row.paused_at else None,
+                    "paused_by": row.paused_by or None,
+                    "served": self.served(row.name),
+                }
+                for row in self.queues
+            ],
+            "unknown_jobs": [
+                {
+                    "name": unknown.name,
+                    "queue": unknown.queue,
+                    "ready": unknown.count,
+                    "dead_letter_at": unknown.dead_letter_at.isoformat(),
+                }
+                for unknown in self.unknown
+            ],
+            "workers": {
+                "live": len(self.workers),
+                "threads": sum(worker.concurrency for worker in self.workers),
+                "processes": [
+                    {
+                        "id": worker.id,
+                        "hostname": worker.hostname,
+                        "pid": worker.pid,
+                        "queues": worker.queues,
+                        "threads": worker.concurrency,
+                        "heartbeat_at": worker.heartbeat_at.isoformat(),
+                    }
+                    for worker in self.workers
+                ],
+            },
+        }
+
+
+def read_status(queues: list[str] | None = None, using: str = "default") -> Status:
+    """The queues (all, or those named) and the live workers, by the database clock."""
+    rows = queue_rows(using)
+    if queues:
+        known = {row.name: row for row in rows}
+        rows = [known.get(name) or QueueRow(name) for name in queues]
+    workers = list(WorkerProcess.objects.using(using).live().order_by("hostname", "pid"))
+    # The names, only where the counts say some are waiting: a second read of the ready jobs.
+    handed_back = [row.name for row in rows if row.handed_back]
+    unknown = unknown_jobs.waiting(using, handed_back) if handed_back else []
+    return Status(database_clock(using), rows, workers, asked=queues or None, unknown=unknown)
+
+
+def judge(
+    status: Status,
+    lag: float | None = None,
+    failed: int | None = None,
+    need_workers: bool = False,
+) -> list[str]:
+    """The problems found against the thresholds given, and those always found (status.problems).
+
+    Always: jobs a worker did not know, and due jobs in a queue no live worker serves.
+    A paused queue's lag is the operator's choice, not a problem: it is not judged.
+    """
+    problems = standing_problems(status)
+    if lag is not None:
+        for row in status.queues:
+            if row.lag is not None and row.lag > lag and not row.paused:
+                problems.append(
+                    f"queue {row.name!r}: the oldest due job has waited {row.lag:.1f}s (limit {lag:g}s)"
+                )
+    if failed is not None and status.failed >= failed:
+        problems.append(f"{status.failed} failed jobs (dead letters; limit: fewer than {failed})")
+    if need_workers and not status.serving:
+        which = f" serving {', '.join(status.asked)}" if status.asked else ""
+        problems.append(f"no live worker{which} (no heartbeat within DBJOBS_HEARTBEAT_TIMEOUT)")
+    status.problems = problems
+    return problems
+
+
+def standing_problems(status: Status) -> list[str]:
+    """What is wrong whatever the thresholds: jobs no worker knows, queues no live worker serves."""
+    problems = [
+        f"job {unknown.name!r} (queue {unknown.queue!r}): {unknown.count} ready jobs that a worker did "
+        f"not know; dead-lettered from {unknown.dead_letter_at:%Y-%m-%d %H:%M:%S} UTC unless a worker "
+        "that knows it runs them (see the worker's log)"
+        for unknown in status.unknown
+    ]
+    served = sorted({queue for worker in status.workers for queue in worker.queues})
+    for row in status.queues:
+        if status.unserved(row):
+            why = f"live workers serve {', '.join(served)}" if status.workers else "no live worker at all"
+            problems.append(f"queue {row.name!r}: {row.due} due jobs and no live worker serves it ({why})")
+    return problems
+
+
+def table(status: Status) -> list[str]:
+    """The status as lines of text: one row per queue, then the workers (the problems are the exit's)."""
+    header = ["QUEUE", "DUE", "LATER", "RUNNING", "FAILED", "OLDEST DUE", "PAUSED"]
+    lines = [header]
+    for row in status.queues:
+        paused = "-"
+        if row.paused:
+            paused = f"since {row.paused_at:%Y-%m-%d %H:%M} UTC" + (
+                f" by {row.paused_by}" if row.paused_by else ""
+            )
+        lines.append(
+            [
+                row.name,
+                str(row.due),
+                str(row.later),
+                str(row.running),
+                str(row.failed),
+                "-" if row.lag is None else _age(row.lag),
+                paused,
+            ]
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    ]
+    if not status.queues:
+        text.append("(no jobs waiting, running or failed)")
+    threads = sum(worker.concurrency for worker in status.workers)
+    text.append(f"Live workers: {len(status.workers)} ({threads} job threads)")
+    for worker in status.workers:
+        queues = ",".join(worker.queues) if worker.queues else "all queues"
+        text.append(f"  {worker.hostname} pid {worker.pid}: {queues}, {worker.concurrency} threads")
+    return text
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"

@@ -1,0 +1,147 @@
+"""Claimer: how many jobs a worker takes, taking them, and giving back what it must not hold."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from ..exceptions import MissingMigrations
+from ..models import Job
+from ..models.queryset import claim
+from .paused_queues import PausedQueues
+
+if TYPE_CHECKING:
+    from .loop import Worker
+
+logger = logging.getLogger("django_dbjobs")
+
+#: Seconds between claims that come back empty while queues are paused. A paused
+#: backlog sits in the claim index before other jobs, and every claim walks past it;
+#: wake-ups (another process's enqueue into the paused queue) must not repeat that walk
+#: many times a second. Other queues' new jobs may wait this long.
+PAUSED_CLAIM_GAP = 0.2
+
+
+class Claimer:
+    """The claims of one worker, made by its main thread.
+
+    Claims only when threads are about to run out of work, so each claim fills many
+    slots in one round trip. After a claim that failed (it may have committed all the
+    same), a release that failed, or an outcome the database refused, `in_doubt` is
+    set (job threads may set it too): before its next claim the worker gives back
+    every job it owns in the database but does not hold (release_unheld()).
+    """
+
+    def __init__(self, worker: Worker):
+        self.worker = worker
+        self.in_doubt = False
+        self.claimed = 0
+        self.paused = PausedQueues(worker.id, worker.using, worker.queues)
+        self._came_empty_at = float("-inf")
+        #: The last claim found fewer due jobs than it asked for.
+        self.came_short = False
+
+    def free_slots(self) -> int:
+        """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
+        worker = self.worker
+        if worker._threads.queued() >= worker.concurrency:
+            return 0
+        free = worker.concurrency + worker.prefetch.size() - len(worker._held)
+        if worker.max_jobs is not None:
+            free = min(free, worker.max_jobs - self.claimed)
+        return max(free, 0)
+
+    def claim_free_slots(self) -> int | None:
+        """Claim due jobs for the free slots; return how many, None after an error (already paused)."""
+        worker = self.worker
+        self.came_short = False
+        free = self.free_slots()
+        if free <= 0:
+            return 0
+        if self.in_doubt:
+            self.in_doubt = False  # cleared first: a job thread may set it again meanwhile
+            if self._guarded(self.release_unheld, "releasing jobs not held") is None:
+                self.in_doubt = True
+                return None
+        if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
+            return 0  # see PAUSED_CLAIM_GAP
+        epoch = worker.lease.epoch  # read before the claim: see Lease
+        jobs = self._guarded(lambda: self.claim(free), "claiming jobs")
+        if jobs is None:
+            self.in_doubt = True
+            return None
+        self.came_short = len(jobs) < free
+        if not jobs:
+            self._came_empty_at = time.monotonic()
+        was_idle = not worker._held
+        extra = worker._held.add(jobs)
+        if extra:  # hold one job that must run alone at a time; give the others back now
+            self.release(extra, quiet=True)
+            jobs = [job for job in jobs if job not in extra]
+        worker._threads.submit(jobs, epoch)
+        if was_idle and jobs:
+            # A wake-up: let a job thread take the interpreter now rather than when this loop
+            # next blocks (0.1 ms). Not on every claim: yielding the CPU after each one costs
+            # many processes sharing few cores a third of their throughput.
+            time.sleep(0)
+        self.claimed += len(jobs)
+        return len(jobs)
+
+    def claim(self, limit: int) -> list[Job]:
+        worker = self.worker
+        waiting = worker._held.alone is None  # one job that must run alone at a time
+        paused = self.paused.current()
+        using = worker.using
+        return claim(
+            Job, lambda: Job.objects.using(using), using, worker.id, limit, worker.queues, waiting, paused
+        )
+
+    def _guarded(self, action, what: str):
+        """Run `action` once through the outage policy; any other error is logged, never fatal."""
+        worker = self.worker
+        try:
+            return worker._outage.call(action, what, once=True)
+        except MissingMigrations:
+            raise
+        except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
+            logger.exception("Unexpected error while %s id=%s", what, worker.id)
+            worker._forced.wait(worker.poll_interval)  # not _wake: it may be set already
+            return None
+
+    def release_unheld(self) -> int:
+        """Give back jobs this worker owns in the database but does not hold.
+
+        A claim can commit while its answer is lost (the connection broke after the
+        COMMIT): those rows are RUNNING under a live, heartbeating worker, so no sweep
+        would ever recover them. Only the main thread claims, and a job moves from the
+        held jobs to the pending successes, so reading them in that order misses none.
+        """
+        worker = self.worker
+        held = worker._held.ids() | worker._acks.pending_ids()
+        released = Job.objects.using(worker.using).release_unheld(worker.id, held)
+        if released:
+            logger.warning("Jobs this worker did not hold released count=%s id=%s", released, worker.id)
+        return released
+
+    def release(self, jobs: list[Job], quiet: bool = False) -> None:
+        """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded."""
+        if not jobs:
+            return
+        worker = self.worker
+        try:
+            released = worker._outage.call(
+                lambda: Job.objects.using(worker.using).release_all(worker.id, jobs), "releasing jobs"
+            )
+        except Exception as exc:  # noqa: BLE001 - not an outage: release_unheld() retries
+            released = None
+            logger.error("Could not release jobs id=%s: %s", worker.id, exc)
+        if released is None:
+            self.in_doubt = True  # still ours in the database: give them back later
+        worker._held.remove(jobs)
+        (logger.debug if quiet else logger.warning)(
+            "Jobs released unfinished count=%s released=%s ids=%s",
+            len(jobs),
+            released,
+            ",".join(job.pk for job in jobs),
+        )

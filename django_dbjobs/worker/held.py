@@ -1,0 +1,53 @@
+"""HeldJobs: what a worker has claimed and not finished."""
+
+from __future__ import annotations
+
+import threading
+
+from ..models import Isolation, Job
+
+
+class HeldJobs:
+    """Jobs a worker claimed and has not finished: waiting for a thread (prefetched) or running.
+
+    A job is held from its claim until its thread is done with it (outcome stored, or
+    handed to the success batch). At most one held job is one that must run alone
+    (`alone`; see models.Isolation). Safe to use from any thread.
+    """
+
+    def __init__(self):
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self.alone: str | None = None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._jobs)
+
+    def add(self, jobs: list[Job]) -> list[Job]:
+        """Hold `jobs`, but at most one that must run alone; return those it will not hold."""
+        extra = []
+        with self._lock:
+            for job in jobs:
+                if job.isolation != Isolation.NONE:
+                    if self.alone is not None:
+                        extra.append(job)
+                        continue
+                    self.alone = job.pk
+                self._jobs[job.pk] = job
+        return extra
+
+    def remove(self, jobs: list[Job]) -> None:
+        with self._lock:
+            for job in jobs:
+                self._jobs.pop(job.pk, None)
+                if self.alone == job.pk:
+                    self.alone = None
+
+    def ids(self) -> set[str]:
+        with self._lock:
+            return set(self._jobs)
+
+    def all(self) -> list[Job]:
+        with self._lock:
+            return list(self._jobs.values())

@@ -1,0 +1,156 @@
+"""IdleWaiter: how an idle worker waits for new jobs from other processes, per database.
+
+PostgreSQL sends NOTIFY from a trigger (delivered on commit only) to a LISTEN
+connection per worker; SQLite bumps ``PRAGMA data_version`` when another connection
+commits; MySQL/MariaDB get a cheap indexed probe at a short, adaptive interval. This
+process's own enqueues set the worker's event (enqueuing/wakeup.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import select
+import time
+from collections.abc import Callable
+
+from django.db import DatabaseError, InterfaceError
+
+from .. import db
+from ..db.listen import Listen
+from ..enqueuing import wakeup
+from .wake_event import WakeEvent
+
+logger = logging.getLogger("django_dbjobs")
+
+
+def _readable(fds: list[int], timeout: float) -> set[int]:
+    """Those of `fds` readable (or closed) within `timeout` seconds: poll() where there is one,
+    since select() fails on a descriptor numbered 1024 or more (a worker with many threads)."""
+    if not hasattr(select, "poll"):
+        return set(select.select(fds, [], [], timeout)[0])
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return {fd for fd, _events in poller.poll(math.ceil(timeout * 1000))}
+
+
+class IdleWaiter:
+    """How an idle worker waits for new jobs from other processes, per database."""
+
+    def __init__(
+        self,
+        using: str,
+        event: WakeEvent,
+        queues: list[str] | None,
+        paused: Callable[[], frozenset[str]] = frozenset,
+    ):
+        self.using = using
+        self.event = event
+        self.queues = queues
+        #: The paused queues among this worker's, as its claims last read them: the probe
+        #: must not take their jobs for work, or a paused backlog would wake it for nothing.
+        self.paused = paused
+        self.steps = db.idle_check_steps(using)
+        self.data_version = db.uses_data_version(using)
+        self.listen: Listen | None = None
+        self._data_version: int | None = None
+
+    def start(self) -> None:
+        if db.supports_listen(self.using):
+            self.listen = Listen(self.using)
+            self._connect()
+
+    def stop(self) -> None:
+        if self.listen is not None:
+            self.listen.close()
+
+    @property
+    def listening(self) -> bool:
+        """PostgreSQL: whether the LISTEN connection is open now."""
+        return self.listen is not None and self.listen.listening
+
+    def wait(self, timeout: float, probe: bool = True) -> bool:
+        """Wait up to `timeout` seconds; return True if there may be new work.
+
+        Without `probe`, only this process's wake-ups end the wait early (the worker
+        has no free thread, so other processes' new jobs can wait).
+        """
+        if self.listen is not None:
+            return self._wait_listening(timeout)
+        steps = self.steps
+        if steps is None or not probe:
+            woken = self.event.wait(timeout)
+            self.event.clear()
+            return woken
+        step, longest = steps
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            if self.event.wait(min(step, remaining)):
+                self.event.clear()
+                return True
+            if self._changed():
+                return True
+            step = min(step * 1.5, longest)
+        return False
+
+    def _wait_listening(self, timeout: float) -> bool:
+        """PostgreSQL: wait for the event or a NOTIFY, in one poll() (see wake_event.py).
+
+        A NOTIFY ends the wait whether or not the caller would probe, as the event does,
+        and the loop decides what a wake-up is worth. The socket is read on every call,
+        even when the event is already set: a LISTEN backend whose client does not read
+        blocks on sending, and holds back the server's notification queue meanwhile.
+        """
+        event, listen = self.event, self.listen
+        deadline = time.monotonic() + timeout
+        while True:
+            self._connect()
+            # Read on every turn, even one the event ends: a busy worker's too.
+            if self._read() or event.is_set():
+                event.clear()
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if not listen.listening:
+                event.wait(min(remaining, max(listen.retry_in(), 0.01)))
+                continue
+            try:
+                _readable([listen.fileno(), event.fileno()], remaining)
+            except Exception as exc:  # noqa: BLE001 - no socket to wait on: open another later
+                listen.lost(listen.connection, exc)
+
+    def _read(self) -> bool:
+        """Take the notifications that arrived, without waiting: whether there were any."""
+        jobs, schedules = self.listen.read()
+        if schedules:
+            wakeup.schedules_changed()
+        return bool(jobs or schedules)
+
+    def _connect(self) -> None:
+        """(Re)open the LISTEN connection when due; once open, look for work as if notified."""
+        if self.listen.connect():
+            self.event.set()  # notifications sent while it was closed are lost:
+            wakeup.schedules_changed()  # look again for jobs and schedules
+
+    def _changed(self) -> bool:
+        try:
+            if self.data_version:
+                version = db.data_version(self.using)
+                changed = self._data_version is not None and version != self._data_version
+                self._data_version = version
+                return changed
+            from ..models import Job
+
+            paused = self.paused()
+            if paused and not self.queues:
+                # Telling a paused backlog from other work means reading each paused job:
+                # while queues are paused, the poll interval brings the next look instead.
+                return False
+            queues = [name for name in self.queues or [] if name not in paused]
+            if self.queues and not queues:
+                return False  # every queue of this worker is paused
+            return Job.objects.using(self.using).due().for_queues(queues).exists()
+        except (DatabaseError, InterfaceError):
+            return True  # let the claim meet the error and back off

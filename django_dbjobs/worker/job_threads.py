@@ -1,0 +1,200 @@
+"""JobThreads: the worker's threads that run claimed jobs, each on its own connection."""
+
+from __future__ import annotations
+
+import logging
+import queue as queue_module
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from django.db import DatabaseError, InterfaceError, connections
+
+from ..db.outage import Outage
+from ..models import Isolation, Job
+from . import execution
+
+if TYPE_CHECKING:
+    from .loop import Worker
+
+logger = logging.getLogger("django_dbjobs")
+
+#: A thread whose connection sat unused this long checks it before the next job
+#: (a MySQL wait_timeout, a firewall dropping idle connections).
+IDLE_CHECK_SECONDS = 10.0
+
+
+class AloneGate:
+    """Start a job that must run alone only when no other job runs; hold the others back meanwhile.
+
+    So when a worker dies during such a run, the job it was running alone is the only
+    job that can have killed it (models.Isolation). A worker holds at most one of them.
+    The main thread announces it (expect_alone()) before queueing it, so every job a
+    thread takes after that waits for it, wherever it is in the queue.
+    """
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._others = 0
+        self._alone = False  # one is queued, waiting for the others to finish, or running
+        self._waiting: list[Job] = []
+        self._closed = False
+
+    def expect_alone(self) -> None:
+        with self._changed:
+            self._alone = True
+
+    def enter(self, job: Job, alone: bool) -> bool:
+        """Wait until `job` may start; False if the gate was closed (shutdown: it is given back)."""
+        with self._changed:
+            if alone:
+                ready = lambda: self._others == 0  # noqa: E731
+            else:
+                ready = lambda: not self._alone  # noqa: E731
+            if not self._closed and not ready():
+                self._waiting.append(job)  # close() hands it back from here
+                self._changed.wait_for(lambda: self._closed or ready())
+                if self._closed:
+                    return False
+                self._waiting.remove(job)
+            if self._closed:
+                return False  # still held: released with the others at the end of the grace
+            if not alone:
+                self._others += 1
+            return True
+
+    def close(self) -> list[Job]:
+        """Let no more jobs start (shutdown); return the jobs that were waiting to."""
+        with self._changed:
+            self._closed = True
+            waiting, self._waiting = self._waiting, []
+            self._changed.notify_all()
+            return waiting
+
+    def leave(self, alone: bool) -> None:
+        with self._changed:
+            if alone:
+                self._alone = False
+            else:
+                self._others -= 1
+            self._changed.notify_all()
+
+
+class JobThreads:
+    """Run jobs submitted by the worker's loop on `count` threads, in submission order."""
+
+    def __init__(self, worker: Worker, count: int):
+        self.worker = worker
+        self.count = count
+        self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._gate = AloneGate()
+
+    def start(self) -> None:
+        """Start the threads; they run jobs as they are submitted."""
+        for n in range(self.count):
+            thread = threading.Thread(target=self._work, name=f"dbjobs-worker-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def submit(self, jobs: list[Job], epoch: int | None) -> None:
+        """Queue claimed jobs for the threads, with the lease epoch they were claimed or checked in.
+
+        With `epoch` None, each job keeps the epoch it had (a job put back unchecked).
+        """
+        for job in jobs:
+            if epoch is not None:
+                job._lease_epoch = epoch
+            if job.isolation != Isolation.NONE:
+                self._gate.expect_alone()
+            self._tasks.put(job)
+
+    def queued(self) -> int:
+        """Jobs submitted that no thread has started yet."""
+        return self._tasks.qsize()
+
+    def take_unstarted(self, close: bool = False) -> list[Job]:
+        """Take back every job no thread has started; with `close`, start no more (shutdown).
+
+        Closing also takes back the jobs threads have taken but are holding at the gate.
+        """
+        unstarted = self._gate.close() if close else []
+        while True:
+            try:
+                job = self._tasks.get_nowait()
+            except queue_module.Empty:
+                return unstarted
+            if job is not None:
+                unstarted.append(job)
+
+    def stop(self) -> None:
+        """Let each thread end once it is done with its current job."""
+        for _ in self._threads:
+            self._tasks.put(None)
+
+    def _take(self) -> Job | None:
+        """The next job, once the gate lets it start (None: no more jobs)."""
+        while (job := self._tasks.get()) is not None:
+            if self._tasks.qsize() == self.count - 1 and not self.worker.claimer.came_short:
+                # Fewer jobs wait than there are threads, from now on: the loop may claim more
+                # while this one runs (claim_free_slots() claims nothing while enough wait).
+                # Not when its last claim found fewer due jobs than it asked for: there is
+                # nothing to claim ahead, and new jobs wake it themselves.
+                self.worker._wake.set()
+            if self._gate.enter(job, job.isolation != Isolation.NONE):
+                return job
+            # The gate closed (shutdown): the job is given back (take_unstarted(), or
+            # with the held jobs at the end of the grace).
+        return None
+
+    def _work(self) -> None:
+        worker = self.worker
+        outage = Outage(worker.using, on_error=worker.note_database_error, forced=worker._forced)
+        errors_seen = worker.database_errors
+        last_job = time.monotonic()
+        try:
+            while (job := self._take()) is not None:
+                alone = job.isolation != Isolation.NONE
+                began = None
+                try:
+                    if (
+                        errors_seen != worker.database_errors
+                        or time.monotonic() - last_job > IDLE_CHECK_SECONDS
+                    ):
+                        errors_seen = worker.database_errors
+                        check_connections()
+                    if worker.lease.may_start(job):
+                        began = time.monotonic()
+                        execution.run(job, worker.id, on_success=worker._acks.add, outage=outage)
+                except BaseException:  # noqa: B036 - a job thread must never die
+                    logger.exception(
+                        "Could not store the outcome of job id=%s; it will be given back", job.pk
+                    )
+                    not_stored = True
+                else:
+                    not_stored = False
+                finally:
+                    self._gate.leave(alone)
+                    last_job = time.monotonic()
+                    worker.job_done(job, None if began is None else last_job - began)
+                if not_stored:  # after job_done(): the job is no longer held, so it is given back
+                    worker.outcome_not_stored()
+        finally:
+            connections.close_all()
+
+
+def check_connections() -> None:
+    """Close this thread's connections that no longer answer, as Django does between requests.
+
+    After a database restart a job's first query would otherwise fail and cost it an
+    attempt; a closed connection is opened again when the job next uses it.
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is None:
+            continue
+        try:
+            usable = connection.is_usable()
+        except (DatabaseError, InterfaceError):
+            usable = False
+        if not usable:
+            connection.close()

@@ -1,0 +1,49 @@
+"""A job past its timeout that would not stop (blocked in C code): recorded, and its process ended.
+
+A thread cannot be killed. When timeouts.enforce() finds a job still running
+timeouts.STUCK_AFTER seconds after it was interrupted, the worker's loop records the
+attempt as failed with a JobTimeout (retried or dead-lettered by the usual rules, the
+retry not before the stuck call's process is gone; the job's own late outcome is dropped
+by the fence). The worker then stops (its other jobs finish within the grace or are given
+back) and exits with EXIT_STATUS, for its supervisor (``run_jobs --processes``, systemd's
+``Restart=``, Kubernetes) to start a fresh process: a stuck thread would otherwise hold
+its slot, and the gate of jobs that run alone, for as long as the call lasts.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .. import registry
+from ..db.outage import Outage
+from ..enqueuing import enqueuer_context
+from ..exceptions import JobTimeout
+from . import execution
+
+logger = logging.getLogger("django_dbjobs")
+
+#: The status a worker exits with after a stuck job, for its supervisor to restart it.
+EXIT_STATUS = 3
+
+
+def record(armed, worker: str, outage: Outage, min_delay: float) -> bool:
+    """Record the stuck job's attempt as timed out, its retry `min_delay` away at least.
+
+    Return True if this worker still owned it.
+    """
+    job = armed.job
+    registered = registry.lookup(job.name)
+    failure = JobTimeout(
+        f"the job ran longer than its timeout of {armed.seconds:g}s and could not be interrupted "
+        "(blocked outside Python); its worker process was ended"
+    )
+    with enqueuer_context.restoring_safely(job.context):
+        status = execution.record_failure(job, worker, failure, registered, outage, min_delay=min_delay)
+    logger.error(
+        "Job ran past its timeout and cannot be interrupted id=%s name=%s timeout=%ss: %s",
+        job.pk,
+        job.name,
+        armed.seconds,
+        "stopping this worker process (exit status 3) for its supervisor to replace it",
+    )
+    return status is not None

@@ -1,0 +1,120 @@
+"""The package's layers: a module never imports (even lazily) from a layer above its own.
+
+docs/code-layout.rst draws them. Each entry of LAYERS is a layer, lowest first; a
+module belongs to the entry naming the longest prefix of its dotted path (below
+``django_dbjobs``). Two parts of one layer import neither each other.
+"""
+
+import ast
+import pathlib
+
+import django_dbjobs
+
+PACKAGE = pathlib.Path(django_dbjobs.__file__).parent
+
+LAYERS = [
+    ["conf", "exceptions", "signals"],
+    ["cron", "registry"],  # pure: cron arithmetic; the registry of job functions
+    ["db"],  # everything that differs by database
+    ["models"],
+    ["context"],
+    ["enqueuing"],
+    ["schedules"],
+    ["operations"],
+    ["worker"],
+    ["backend"],
+    ["testing", "checks"],
+    ["pytest_plugin"],
+    ["admin"],
+    ["templatetags"],
+    ["management"],
+    ["apps", "migrations", ""],  # "": the package's __init__
+]
+
+
+def part_of(module: str) -> str:
+    """The LAYERS entry `module` (dotted, below django_dbjobs; "" for the package) belongs to."""
+    names = [name for layer in LAYERS for name in layer]
+    matches = [name for name in names if module == name or module.startswith(name + ".") or name == ""]
+    return max(matches, key=len)
+
+
+def layer_of(module: str) -> int:
+    part = part_of(module)
+    return next(number for number, layer in enumerate(LAYERS) if part in layer)
+
+
+def module_name(path: pathlib.Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts.pop()
+    return ".".join(parts), is_package
+
+
+def imports(path: pathlib.Path) -> set[str]:
+    """The django_dbjobs modules (dotted, below it) `path` imports, at module level or in functions."""
+    module, is_package = module_name(path)
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    if module == "":
+        package = []
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module and (node.module + ".").startswith("django_dbjobs."):
+                source = node.module.removeprefix("django_dbjobs").lstrip(".")
+            else:
+                continue
+            for alias in node.names:
+                candidate = f"{source}.{alias.name}".lstrip(".")
+                is_module = (PACKAGE / candidate.replace(".", "/")).with_suffix(".py").exists() or (
+                    PACKAGE / candidate.replace(".", "/")
+                ).is_dir()
+                found.add(candidate if is_module else source)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if (alias.name + ".").startswith("django_dbjobs."):
+                    found.add(alias.name.removeprefix("django_dbjobs").lstrip("."))
+    return found
+
+
+def upward_imports() -> list[str]:
+    problems = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module, _ = module_name(path)
+        here, mine = layer_of(module), part_of(module)
+        for imported in sorted(imports(path)):
+            there, theirs = layer_of(imported), part_of(imported)
+            if there > here or (there == here and theirs != mine):
+                problems.append(
+                    f"{module or 'django_dbjobs'} imports {imported} ({theirs!r} is not below {mine!r})"
+                )
+    return problems
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    assert upward_imports() == []
+
+
+def test_every_module_has_a_layer():
+    names = {name for layer in LAYERS for name in layer}
+    for path in PACKAGE.rglob("*.py"):
+        module, _ = module_name(path)
+        assert part_of(module) in names
+
+
+def test_the_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
+    """The test can fail: an import of the worker from a model, inside a function, is reported."""
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "__init__.py").write_text("")
+    (models / "job.py").write_text("def f():\n    from ..worker import loop\n    from . import queue\n")
+    (models / "queue.py").write_text("")
+    (tmp_path / "worker").mkdir()
+    (tmp_path / "worker" / "loop.py").write_text("from ..models import job\n")
+    (tmp_path / "worker" / "__init__.py").write_text("")
+    monkeypatch.setitem(globals(), "PACKAGE", tmp_path)
+    assert upward_imports() == ["models.job imports worker.loop ('worker' is not below 'models')"]

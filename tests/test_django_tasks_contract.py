@@ -27,7 +27,7 @@ import django_dbjobs
 from django_dbjobs import testing
 from django_dbjobs.exceptions import InvalidJobArguments
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 
 tasks = pytest.importorskip("tests.tasks")
 if tasks.task is None:

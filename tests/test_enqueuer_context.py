@@ -9,7 +9,7 @@ from django_dbjobs import enqueue, enqueue_many
 from django_dbjobs.exceptions import InvalidJobContext
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.signals import job_failed
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 from tests import context_hooks, jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 
 from django_dbjobs import enqueue
 from django_dbjobs.models import Job, Queue
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,7 +7,7 @@ from django.db import OperationalError
 
 from django_dbjobs import bulk_enqueue, prepare
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 from django_dbjobs.worker.prefetch import Prefetch
 from tests import jobs
 

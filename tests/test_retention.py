@@ -14,7 +14,7 @@ from django.utils import timezone
 from django_dbjobs.checks import check_settings
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.operations import retention
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 DAY = datetime.timedelta(days=1)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from django_dbjobs.exceptions import InvalidJobArguments, WorkerLost
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 from django_dbjobs.worker.sweep import sweep
 from tests import jobs
 

@@ -11,7 +11,7 @@ from django_dbjobs import enqueue
 from django_dbjobs.enqueuing import job_function as registry
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 from tests import jobs
 from tests.conftest import wait_for
 

@@ -13,7 +13,7 @@ from django_dbjobs.exceptions import UnimportedJobWarning
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.operations import unknown_jobs
 from django_dbjobs.registry import discovery
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 from tests import job_elsewhere, jobs, reexported_job
 from tests.conftest import live_worker
 

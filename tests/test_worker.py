@@ -11,7 +11,7 @@ from django.db import connection, connections
 
 from django_dbjobs import bulk_enqueue, enqueue, prepare
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
-from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker import Worker
 from tests import jobs
 from tests.conftest import wait_for
 

@@ -1,1 +1,1 @@
-"""Operating a queue: status and queue statistics, retention, known and unknown names, the django-tasks-db import."""
+"""Operating a queue: status, queue statistics, retention, known and unknown names, imports."""

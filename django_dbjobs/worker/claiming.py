@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from typing import TYPE_CHECKING
 
+from ..db.outage import Outage
 from ..exceptions import MissingMigrations
 from ..models import Job
 from ..models.queryset import claim
+from .acks import SuccessBatch
+from .held import HeldJobs
+from .identity import Identity
+from .job_threads import JobThreads
+from .lease import Lease
 from .paused_queues import PausedQueues
-
-if TYPE_CHECKING:
-    from .loop import Worker
+from .prefetch import Prefetch
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -33,28 +37,50 @@ class Claimer:
     every job it owns in the database but does not hold (release_unheld()).
     """
 
-    def __init__(self, worker: Worker):
-        self.worker = worker
+    def __init__(
+        self,
+        identity: Identity,
+        *,
+        concurrency: int,
+        max_jobs: int | None,
+        prefetch: Prefetch,
+        held: HeldJobs,
+        threads: JobThreads,
+        lease: Lease,
+        acks: SuccessBatch,
+        outage: Outage,
+        forced: threading.Event,
+        poll_interval: float,
+    ):
+        self.identity = identity
+        self.concurrency = concurrency
+        self.max_jobs = max_jobs
+        self.prefetch = prefetch
+        self.held = held
+        self.threads = threads
+        self.lease = lease
+        self.acks = acks
+        self.outage = outage
+        self.forced = forced
+        self.poll_interval = poll_interval
         self.in_doubt = False
         self.claimed = 0
-        self.paused = PausedQueues(worker.id, worker.using, worker.queues)
+        self.paused = PausedQueues(identity.id, identity.using, list(identity.queues))
         self._came_empty_at = float("-inf")
         #: The last claim found fewer due jobs than it asked for.
         self.came_short = False
 
     def free_slots(self) -> int:
         """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
-        worker = self.worker
-        if worker._threads.queued() >= worker.concurrency:
+        if self.threads.queued() >= self.concurrency:
             return 0
-        free = worker.concurrency + worker.prefetch.size() - len(worker._held)
-        if worker.max_jobs is not None:
-            free = min(free, worker.max_jobs - self.claimed)
+        free = self.concurrency + self.prefetch.size() - len(self.held)
+        if self.max_jobs is not None:
+            free = min(free, self.max_jobs - self.claimed)
         return max(free, 0)
 
     def claim_free_slots(self) -> int | None:
         """Claim due jobs for the free slots; return how many, None after an error (already paused)."""
-        worker = self.worker
         self.came_short = False
         free = self.free_slots()
         if free <= 0:
@@ -66,7 +92,7 @@ class Claimer:
                 return None
         if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
             return 0  # see PAUSED_CLAIM_GAP
-        epoch = worker.lease.epoch  # read before the claim: see Lease
+        epoch = self.lease.epoch  # read before the claim: see Lease
         jobs = self._guarded(lambda: self.claim(free), "claiming jobs")
         if jobs is None:
             self.in_doubt = True
@@ -74,12 +100,12 @@ class Claimer:
         self.came_short = len(jobs) < free
         if not jobs:
             self._came_empty_at = time.monotonic()
-        was_idle = not worker._held
-        extra = worker._held.add(jobs)
+        was_idle = not self.held
+        extra = self.held.add(jobs)
         if extra:  # hold one job that must run alone at a time; give the others back now
             self.release(extra, quiet=True)
             jobs = [job for job in jobs if job not in extra]
-        worker._threads.submit(jobs, epoch)
+        self.threads.submit(jobs, epoch)
         if was_idle and jobs:
             # A wake-up: let a job thread take the interpreter now rather than when this loop
             # next blocks (0.1 ms). Not on every claim: yielding the CPU after each one costs
@@ -89,8 +115,8 @@ class Claimer:
         return len(jobs)
 
     def claim(self, limit: int) -> list[Job]:
-        worker = self.worker
-        waiting = worker._held.alone is None  # one job that must run alone at a time
+        worker = self.identity
+        waiting = self.held.alone is None  # one job that must run alone at a time
         paused = self.paused.current()
         using = worker.using
         return claim(
@@ -99,14 +125,13 @@ class Claimer:
 
     def _guarded(self, action, what: str):
         """Run `action` once through the outage policy; any other error is logged, never fatal."""
-        worker = self.worker
         try:
-            return worker._outage.call(action, what, once=True)
+            return self.outage.call(action, what, once=True)
         except MissingMigrations:
             raise
         except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
-            logger.exception("Unexpected error while %s id=%s", what, worker.id)
-            worker._forced.wait(worker.poll_interval)  # not _wake: it may be set already
+            logger.exception("Unexpected error while %s id=%s", what, self.identity.id)
+            self.forced.wait(self.poll_interval)  # not the wake event: it may be set already
             return None
 
     def release_unheld(self) -> int:
@@ -117,8 +142,8 @@ class Claimer:
         would ever recover them. Only the main thread claims, and a job moves from the
         held jobs to the pending successes, so reading them in that order misses none.
         """
-        worker = self.worker
-        held = worker._held.ids() | worker._acks.pending_ids()
+        worker = self.identity
+        held = self.held.ids() | self.acks.pending_ids()
         released = Job.objects.using(worker.using).release_unheld(worker.id, held)
         if released:
             logger.warning("Jobs this worker did not hold released count=%s id=%s", released, worker.id)
@@ -128,9 +153,9 @@ class Claimer:
         """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded."""
         if not jobs:
             return
-        worker = self.worker
+        worker = self.identity
         try:
-            released = worker._outage.call(
+            released = self.outage.call(
                 lambda: Job.objects.using(worker.using).release_all(worker.id, jobs), "releasing jobs"
             )
         except Exception as exc:  # noqa: BLE001 - not an outage: release_unheld() retries
@@ -138,7 +163,7 @@ class Claimer:
             logger.error("Could not release jobs id=%s: %s", worker.id, exc)
         if released is None:
             self.in_doubt = True  # still ours in the database: give them back later
-        worker._held.remove(jobs)
+        self.held.remove(jobs)
         (logger.debug if quiet else logger.warning)(
             "Jobs released unfinished count=%s released=%s ids=%s",
             len(jobs),

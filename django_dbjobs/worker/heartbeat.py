@@ -9,6 +9,8 @@ running ones are fenced, so their late outcomes are dropped.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from django.db import DatabaseError, InterfaceError, connections
 from django.db.models.functions import Now
 
 from ..models import WorkerProcess
+from .identity import Identity
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -69,3 +72,14 @@ class Heartbeat(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
+
+
+def register(identity: Identity, concurrency: int) -> None:
+    """Write the worker's row: its heartbeat, and what it serves (dbjobs_status, the admin)."""
+    WorkerProcess.objects.using(identity.using).create(
+        id=identity.id,
+        hostname=socket.gethostname()[:255],
+        pid=os.getpid(),
+        queues=list(identity.queues),
+        concurrency=concurrency,
+    )

@@ -6,16 +6,15 @@ import logging
 import queue as queue_module
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from django.db import DatabaseError, InterfaceError, connections
 
 from ..db.outage import Outage
 from ..models import Isolation, Job
 from . import execution
-
-if TYPE_CHECKING:
-    from .loop import Worker
+from .identity import DatabaseErrors, Identity
+from .lease import Lease
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -81,11 +80,40 @@ class AloneGate:
 
 
 class JobThreads:
-    """Run jobs submitted by the worker's loop on `count` threads, in submission order."""
+    """Run jobs submitted by the worker's loop on `count` threads, in submission order.
 
-    def __init__(self, worker: Worker, count: int):
-        self.worker = worker
+    What they need of the rest of the worker comes in as arguments: the `lease` they
+    ask before starting a prefetched job, `on_success` (the success batch: acks.py),
+    `on_done(job, seconds)` once a thread is done with a job (None: it did not run),
+    `on_not_stored()` when an outcome could not be stored, the `errors` count they
+    watch, the loop's `wake` event (set when fewer jobs wait than there are threads,
+    unless `claims_came_short()`), and `forced` (stop at once).
+    """
+
+    def __init__(
+        self,
+        identity: Identity,
+        count: int,
+        *,
+        lease: Lease,
+        on_success: Callable[[Job], None],
+        on_done: Callable[[Job, float | None], None],
+        on_not_stored: Callable[[], None],
+        errors: DatabaseErrors,
+        wake: threading.Event,
+        forced: threading.Event,
+        claims_came_short: Callable[[], bool],
+    ):
+        self.identity = identity
         self.count = count
+        self.lease = lease
+        self.on_success = on_success
+        self.on_done = on_done
+        self.on_not_stored = on_not_stored
+        self.errors = errors
+        self.wake = wake
+        self.forced = forced
+        self.claims_came_short = claims_came_short
         self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._gate = AloneGate()
@@ -135,12 +163,12 @@ class JobThreads:
     def _take(self) -> Job | None:
         """The next job, once the gate lets it start (None: no more jobs)."""
         while (job := self._tasks.get()) is not None:
-            if self._tasks.qsize() == self.count - 1 and not self.worker.claimer.came_short:
+            if self._tasks.qsize() == self.count - 1 and not self.claims_came_short():
                 # Fewer jobs wait than there are threads, from now on: the loop may claim more
                 # while this one runs (claim_free_slots() claims nothing while enough wait).
                 # Not when its last claim found fewer due jobs than it asked for: there is
                 # nothing to claim ahead, and new jobs wake it themselves.
-                self.worker._wake.set()
+                self.wake.set()
             if self._gate.enter(job, job.isolation != Isolation.NONE):
                 return job
             # The gate closed (shutdown): the job is given back (take_unstarted(), or
@@ -148,24 +176,20 @@ class JobThreads:
         return None
 
     def _work(self) -> None:
-        worker = self.worker
-        outage = Outage(worker.using, on_error=worker.note_database_error, forced=worker._forced)
-        errors_seen = worker.database_errors
+        outage = Outage(self.identity.using, on_error=self.errors.note, forced=self.forced)
+        errors_seen = self.errors.count
         last_job = time.monotonic()
         try:
             while (job := self._take()) is not None:
                 alone = job.isolation != Isolation.NONE
                 began = None
                 try:
-                    if (
-                        errors_seen != worker.database_errors
-                        or time.monotonic() - last_job > IDLE_CHECK_SECONDS
-                    ):
-                        errors_seen = worker.database_errors
+                    if errors_seen != self.errors.count or time.monotonic() - last_job > IDLE_CHECK_SECONDS:
+                        errors_seen = self.errors.count
                         check_connections()
-                    if worker.lease.may_start(job):
+                    if self.lease.may_start(job):
                         began = time.monotonic()
-                        execution.run(job, worker.id, on_success=worker._acks.add, outage=outage)
+                        execution.run(job, self.identity.id, on_success=self.on_success, outage=outage)
                 except BaseException:  # noqa: B036 - a job thread must never die
                     logger.exception(
                         "Could not store the outcome of job id=%s; it will be given back", job.pk
@@ -176,9 +200,9 @@ class JobThreads:
                 finally:
                     self._gate.leave(alone)
                     last_job = time.monotonic()
-                    worker.job_done(job, None if began is None else last_job - began)
-                if not_stored:  # after job_done(): the job is no longer held, so it is given back
-                    worker.outcome_not_stored()
+                    self.on_done(job, None if began is None else last_job - began)
+                if not_stored:  # after on_done(): the job is no longer held, so it is given back
+                    self.on_not_stored()
         finally:
             connections.close_all()
 

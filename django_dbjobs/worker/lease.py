@@ -5,16 +5,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, InterfaceError
 
 from ..conf import settings
+from ..db.outage import Outage
 from ..models import Job
+from .identity import Identity
 
 if TYPE_CHECKING:
     from .heartbeat import Heartbeat
-    from .loop import Worker
+    from .job_threads import JobThreads
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -27,8 +30,9 @@ class Lease:
     nothing here costs anything.
     """
 
-    def __init__(self, worker: Worker):
-        self.worker = worker
+    def __init__(self, identity: Identity, wake: threading.Event):
+        self.identity = identity
+        self.wake = wake
         self.heartbeat: Heartbeat | None = None
         #: How many times the worker row was found gone. Each job is stamped with the
         #: epoch it was queued in (JobThreads.submit); an older stamp means "check first".
@@ -40,7 +44,7 @@ class Lease:
         """The heartbeat found the worker row gone (called on its thread)."""
         with self._lock:
             self.epoch += 1
-        self.worker._wake.set()
+        self.wake.set()
 
     def _stale(self) -> bool:
         beat = self.heartbeat.last_beat if self.heartbeat is not None else time.monotonic()
@@ -50,7 +54,7 @@ class Lease:
         """False for a prefetched job a sweep took back (called by a job thread before it starts it)."""
         if getattr(job, "_lease_epoch", self.epoch) == self.epoch and not self._stale():
             return True
-        worker = self.worker
+        worker = self.identity
         try:
             owned = Job.objects.using(worker.using).still_owned(worker.id, [job])
         except (DatabaseError, InterfaceError):
@@ -62,35 +66,36 @@ class Lease:
         )
         return False
 
-    def drop_lost_jobs(self) -> None:
+    def drop_lost_jobs(self, threads: JobThreads, outage: Outage, on_dropped: Callable[[Job], None]) -> None:
         """After the row was found gone: drop the unstarted jobs this worker no longer owns.
 
-        Jobs claimed since it woke are still its own. Until this is done, job threads
-        check each job they start (may_start()).
+        Jobs claimed since it woke are still its own; each dropped job goes to
+        `on_dropped` (no longer held). Until this is done, job threads check each job
+        they start (may_start()).
         """
         epoch = self.epoch
         if epoch == self._handled:
             return
-        worker = self.worker
-        unstarted = worker._threads.take_unstarted()
+        worker = self.identity
+        unstarted = threads.take_unstarted()
         # If the database cannot tell, the jobs go back unchecked (with their old epoch,
         # so may_start() checks each) and this is tried again on the next turn.
         try:
-            owned = worker._outage.call(
+            owned = outage.call(
                 lambda: Job.objects.using(worker.using).still_owned(worker.id, unstarted),
                 "checking jobs",
                 once=True,
             )
         except Exception:
-            worker._threads.submit(unstarted, None)
+            threads.submit(unstarted, None)
             raise
         if owned is None:
-            worker._threads.submit(unstarted, None)
+            threads.submit(unstarted, None)
             return
         lost = [job for job in unstarted if job.pk not in owned]
         for job in lost:
-            worker.job_done(job)
-        worker._threads.submit([job for job in unstarted if job.pk in owned], epoch)
+            on_dropped(job)
+        threads.submit([job for job in unstarted if job.pk in owned], epoch)
         self._handled = epoch
         if lost:
             logger.warning(

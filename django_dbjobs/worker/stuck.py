@@ -18,7 +18,8 @@ from .. import registry
 from ..db.outage import Outage
 from ..enqueuing import enqueuer_context
 from ..exceptions import JobTimeout
-from . import execution
+from . import execution, timeouts
+from .held import HeldJobs
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -47,3 +48,16 @@ def record(armed, worker: str, outage: Outage, min_delay: float) -> bool:
         "stopping this worker process (exit status 3) for its supervisor to replace it",
     )
     return status is not None
+
+
+def give_up(armed, worker: str, outage: Outage, held: HeldJobs, grace: float) -> None:
+    """Record the stuck job (never raises), and stop holding it: its thread may never give it back.
+
+    Its retry waits until this process is gone, so the stuck call cannot overlap it
+    (the grace, then the process's own exit: heartbeat, listener, threads, its row).
+    """
+    try:
+        record(armed, worker, outage, min_delay=grace + timeouts.STUCK_AFTER + 30)
+    except Exception:  # noqa: BLE001 - the worker stops all the same
+        logger.exception("Could not record the timeout of job id=%s", armed.job.pk)
+    held.remove([armed.job])

@@ -176,6 +176,11 @@ def supervisor_pid() -> int | None:
     return _parent[0]
 
 
+def gone(parent: int | None) -> bool:
+    """Whether this worker was started by --processes (`parent`: its pid) and that process has gone."""
+    return parent is not None and os.getppid() != parent
+
+
 def supervised() -> bool:
     """Whether this process is a child of a ``run_jobs --processes`` supervisor."""
     return supervisor_pid() is not None

@@ -184,3 +184,15 @@ def worker_lost_error(job: Job, worker: str) -> dict:
         "worker": worker,
         "at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
     }
+
+
+def orphans_may_exist(worker_id: str, using: str) -> bool:
+    """True if jobs are RUNNING under a worker whose heartbeat is stale or whose row is gone."""
+    live = WorkerProcess.objects.using(using).filter(
+        heartbeat_at__gte=stale_before(settings.HEARTBEAT_TIMEOUT)
+    )
+    try:
+        running = Job.objects.using(using).running().exclude(worker=worker_id)
+        return running.exclude(worker__in=live.values("pk")).exists()
+    except (DatabaseError, InterfaceError):
+        return True

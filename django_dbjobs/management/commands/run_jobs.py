@@ -10,9 +10,9 @@ from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.operations import known_queues
-from django_dbjobs.worker.progress import BurstProgress
 from django_dbjobs.worker import supervisor
 from django_dbjobs.worker.loop import Worker
+from django_dbjobs.worker.progress import BurstProgress
 
 
 class Command(BaseCommand):

@@ -1,0 +1,54 @@
+"""A graceful shutdown: finish what runs within the grace, give back the rest, leave no trace.
+
+Prefetched jobs no thread has started go back at once, for other workers. Running
+jobs get `grace` seconds (none after a second signal); their successes are stored as
+they finish. What still runs then is released (READY, attempt refunded), its late
+outcome dropped by the fence, and its async coroutine cancelled so it cannot run on
+beside its next attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.db import DatabaseError, InterfaceError, connections
+
+from ..models import WorkerProcess
+from . import async_jobs
+from .heartbeat import Heartbeat
+from .parts import Parts
+
+logger = logging.getLogger("django_dbjobs")
+
+
+def shut_down(parts: Parts, grace: float, heartbeat: Heartbeat | None) -> None:
+    """Stop the worker whose `parts` these are: finish, release, stop its threads, remove its row."""
+    claimer, acks, held, wake = parts.claimer, parts.acks, parts.held, parts.wake
+    claimer.release(parts.threads.take_unstarted(close=True))
+    deadline = time.monotonic() + grace
+    while not parts.forced.is_set() and time.monotonic() < deadline:
+        if not held:
+            break
+        acks.flush(force=True)  # successes are stored as they finish, not when the grace ends
+        wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
+        wake.clear()
+    acks.flush(force=True)
+    claimer.release(held.all())
+    cancelled = async_jobs.cancel_all()  # released: they must not run on (async_jobs.py)
+    if cancelled:
+        logger.warning("Cancelled async jobs still running at the end of the grace count=%s", cancelled)
+    # A job that finished while the release ran: its success is stored now, or
+    # dropped by the fence if the release got there first (then it runs again).
+    acks.flush(force=True)
+    parts.threads.stop()
+    if heartbeat is not None:
+        heartbeat.stop()
+        heartbeat.join(5)
+    worker = parts.identity
+    try:
+        WorkerProcess.objects.using(worker.using).filter(pk=worker.id).delete()
+    except (DatabaseError, InterfaceError) as exc:
+        logger.warning("Could not remove the worker row id=%s: %s", worker.id, exc)
+    connections.close_all()
+    logger.info("Worker stopped id=%s claimed=%s", worker.id, claimer.claimed)

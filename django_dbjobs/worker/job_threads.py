@@ -7,6 +7,7 @@ import queue as queue_module
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from django.db import DatabaseError, InterfaceError, connections
 
@@ -96,7 +97,7 @@ class JobThreads:
         count: int,
         *,
         lease: Lease,
-        on_success: Callable[[Job], None],
+        on_success: Callable[[Job, Any], None],
         on_done: Callable[[Job, float | None], None],
         on_not_stored: Callable[[], None],
         errors: DatabaseErrors,

@@ -1,0 +1,80 @@
+"""Every documented public name imports from its documented path (the layout moves nothing users see)."""
+
+import importlib
+import importlib.metadata
+
+import pytest
+
+PUBLIC = {
+    "django_dbjobs": [
+        "job",
+        "JobFunction",
+        "enqueue",
+        "aenqueue",
+        "prepare",
+        "bulk_enqueue",
+        "enqueue_many",
+        "current_job",
+    ],
+    "django_dbjobs.context": ["current_job"],
+    "django_dbjobs.testing": ["run_jobs", "capture_jobs", "TEST_WORKER"],
+    "django_dbjobs.signals": ["job_enqueued", "job_started", "job_finished", "job_failed", "schedule_fired"],
+    "django_dbjobs.exceptions": [
+        "DbJobsError",
+        "InvalidJob",
+        "UnknownJob",
+        "UnknownOption",
+        "InvalidJobArguments",
+        "PayloadTooLarge",
+        "InvalidJobContext",
+        "UnsupportedDatabase",
+        "MissingMigrations",
+        "WorkerLost",
+        "InvalidSchedule",
+        "JobTimeout",
+        "UnimportedJobWarning",
+    ],
+    "django_dbjobs.backend": ["DatabaseBackend", "DatabaseTask"],
+    "django_dbjobs.db": ["SQLITE_RECOMMENDED_OPTIONS"],
+    "django_dbjobs.models": [
+        "Job",
+        "JobStatus",
+        "FailedJob",
+        "Schedule",
+        "ScheduleTick",
+        "Queue",
+        "WorkerProcess",
+    ],
+    "django_dbjobs.cron.missed_runs": ["MAX_CATCH_UP"],
+    "django_dbjobs.worker": ["Worker"],
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "name"), [(module, name) for module, names in PUBLIC.items() for name in names]
+)
+def test_a_documented_name_imports_from_its_documented_path(module, name):
+    assert getattr(importlib.import_module(module), name) is not None
+
+
+def test_the_root_names_are_the_enqueuing_ones():
+    import django_dbjobs
+    from django_dbjobs import enqueuing
+
+    for name in ("job", "JobFunction", "enqueue", "aenqueue", "prepare", "bulk_enqueue", "enqueue_many"):
+        assert getattr(django_dbjobs, name) is getattr(enqueuing, name)
+    assert django_dbjobs.enqueue.__module__ == "django_dbjobs.enqueuing.api", (
+        "a function, never the subpackage"
+    )
+    with pytest.raises(AttributeError):
+        django_dbjobs.not_a_name  # noqa: B018
+
+
+def test_the_pytest_plugin_entry_point_and_the_migrations_references_resolve():
+    (entry,) = [e for e in importlib.metadata.entry_points(group="pytest11") if e.name == "django_dbjobs"]
+    assert entry.value == "django_dbjobs.pytest_plugin" and entry.load()
+    migration = importlib.import_module("django_dbjobs.migrations.0001_initial")
+    assert migration.Migration.operations
+    from django_dbjobs.models.ids import new_id
+
+    assert len(new_id()) == 36

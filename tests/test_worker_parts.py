@@ -1,0 +1,100 @@
+"""The worker's parts, built and driven without a Worker: each receives what it uses."""
+
+import threading
+import time
+
+import pytest
+
+from django_dbjobs import enqueue
+from django_dbjobs.db.outage import Outage
+from django_dbjobs.models import Job, JobStatus, WorkerProcess
+from django_dbjobs.worker.acks import SuccessBatch
+from django_dbjobs.worker.claiming import Claimer
+from django_dbjobs.worker.held import HeldJobs
+from django_dbjobs.worker.identity import DatabaseErrors, Identity, new_worker_id
+from django_dbjobs.worker.job_threads import JobThreads
+from django_dbjobs.worker.lease import Lease
+from django_dbjobs.worker.prefetch import Prefetch
+from tests import jobs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def parts(queues=()):
+    """A claimer, job threads and a lease wired by hand, as worker/parts.py wires them."""
+    identity = Identity(new_worker_id(), "default", tuple(queues))
+    WorkerProcess.objects.create(id=identity.id, hostname="test", pid=1, queues=list(queues), concurrency=1)
+    wake, forced, held, errors = threading.Event(), threading.Event(), HeldJobs(), DatabaseErrors()
+    outage = Outage("default", forced=forced, wake=wake)
+    lease = Lease(identity, wake)
+    acks = SuccessBatch(identity.id, "default", wake, outage)
+    done = []
+
+    def on_done(job, seconds):
+        held.remove([job])
+        done.append((job.pk, seconds))
+
+    threads = JobThreads(
+        identity,
+        1,
+        lease=lease,
+        on_success=acks.add,
+        on_done=on_done,
+        on_not_stored=lambda: None,
+        errors=errors,
+        wake=wake,
+        forced=forced,
+        claims_came_short=lambda: False,
+    )
+    claimer = Claimer(
+        identity,
+        concurrency=1,
+        max_jobs=None,
+        prefetch=Prefetch(0, 1),
+        held=held,
+        threads=threads,
+        lease=lease,
+        acks=acks,
+        outage=outage,
+        forced=forced,
+        poll_interval=0.1,
+    )
+    return identity, claimer, threads, acks, lease, wake, done
+
+
+def test_a_claimer_and_job_threads_run_a_job_without_a_worker():
+    job = enqueue(jobs.add, 2, 3)
+    identity, claimer, threads, acks, _lease, _wake, done = parts()
+    assert claimer.claim_free_slots() == 1
+    assert Job.objects.get(pk=job.pk).worker == identity.id
+    threads.start()
+    deadline = time.monotonic() + 10
+    while not done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    acks.flush(force=True)
+    threads.stop()
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.return_value) == (JobStatus.SUCCESSFUL, 5)
+    assert [pk for pk, seconds in done] == [job.pk] and done[0][1] is not None
+
+
+def test_a_claimer_serves_its_identitys_queues_only():
+    email = enqueue(jobs.send_email, "a@example.com")
+    enqueue(jobs.add, 1, 1)
+    _identity, claimer, threads, *_ = parts(queues=["emails"])
+    assert claimer.claim_free_slots() == 1
+    assert [job.pk for job in threads.take_unstarted()] == [email.pk]
+
+
+def test_a_lease_drops_the_unstarted_jobs_a_sweep_took_back():
+    kept, taken = enqueue(jobs.add, 1, 1), enqueue(jobs.add, 2, 2)
+    _identity, claimer, threads, _acks, lease, wake, _done = parts()
+    claimer.concurrency = 2  # room for both, none started: no thread runs
+    assert claimer.claim_free_slots() == 2
+    Job.objects.filter(pk=taken.pk).update(status=JobStatus.READY, worker=None)  # a sweep gave it back
+    lease.lost()
+    assert wake.is_set() and lease.epoch == 1
+    dropped = []
+    lease.drop_lost_jobs(threads, Outage("default"), dropped.append)
+    assert [job.pk for job in dropped] == [taken.pk]
+    assert [job.pk for job in threads.take_unstarted()] == [kept.pk]

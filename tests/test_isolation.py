@@ -9,8 +9,8 @@ from django.db.models.functions import Now
 
 from django_dbjobs import bulk_enqueue, prepare
 from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
-from django_dbjobs.worker.job_threads import AloneGate
 from django_dbjobs.worker import Worker
+from django_dbjobs.worker.job_threads import AloneGate
 from django_dbjobs.worker.sweep import Sweeper
 from tests import jobs
 

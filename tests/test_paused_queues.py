@@ -106,8 +106,8 @@ def test_the_idle_probe_does_not_take_a_paused_backlog_for_work():
 
 
 def test_empty_claims_are_spaced_while_queues_are_paused():
-    from django_dbjobs.worker.claiming import PAUSED_CLAIM_GAP
     from django_dbjobs.worker import Worker
+    from django_dbjobs.worker.claiming import PAUSED_CLAIM_GAP
 
     Queue.objects.pause(["emails"])
     Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")

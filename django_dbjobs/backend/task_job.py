@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from ..models import Job, JobStatus
-from ..registry.job import JobOptions, RegisteredJob
+from ..registry.registered import JobOptions, RegisteredJob
 from ..signals import send
 from .compat import Task, TaskContext, task_finished, task_started
 from .results import task_result

@@ -20,7 +20,7 @@ from ..conf import settings
 from ..exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from ..models import Job
 from ..registry import discovery
-from ..registry.job import RegisteredJob
+from ..registry.registered import RegisteredJob
 from ..signals import has_receivers, job_enqueued
 from . import enqueuer_context, insert_one, inserts, rows, validation, wakeup
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..exceptions import InvalidJob
 from ..registry import add
-from ..registry.job import JobOptions, RegisteredJob
+from ..registry.registered import JobOptions, RegisteredJob
 
 
 class JobFunction(RegisteredJob):

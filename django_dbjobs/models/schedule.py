@@ -147,7 +147,7 @@ class Schedule(models.Model):
         return self.enabled and self.removed_at is None
 
     def cron_schedule(self):
-        """This schedule's Cron (cron.py); raises InvalidSchedule if the expression or timezone is bad."""
+        """This schedule's Cron (cron/expression.py); InvalidSchedule if the expression or timezone is bad."""
         from ..cron.expression import Cron
 
         return Cron(self.cron, self.timezone)

@@ -8,7 +8,7 @@ MAX_PRIORITY = 100
 #: The order workers claim in: higher priority first, then due time, then age.
 CLAIM_ORDER = ("-priority", "run_at", "id")
 #: How the last_error of a job handed back by a worker that did not know it begins
-#: (unknown_jobs.py); no exception's summary ("ClassName: ...") can begin so.
+#: (operations/unknown_jobs.py); no exception's summary ("ClassName: ...") can begin so.
 HANDED_BACK_PREFIX = "Handed back:"
 
 

@@ -17,7 +17,7 @@ from django.apps import apps
 from django.utils.module_loading import autodiscover_modules, module_has_submodule
 
 from ..exceptions import UnknownJob
-from .job import JobOptions, RegisteredJob
+from .registered import JobOptions, RegisteredJob
 
 __all__ = [
     "AUTODISCOVER_MODULES",

@@ -90,7 +90,7 @@ class SuccessBatch:
                 lambda: Job.objects.using(self.using).finish_successes(self.worker_id, batch),
                 "storing finished jobs",
             )
-        except Exception as exc:  # noqa: BLE001 - a value the database refused (see outage.py)
+        except Exception as exc:  # noqa: BLE001 - a value the database refused (see db/outage.py)
             logger.warning(
                 "A batch of successes was refused (%s); storing its %s jobs one by one", exc, len(batch)
             )

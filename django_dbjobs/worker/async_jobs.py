@@ -43,7 +43,10 @@ def run(coroutine: Coroutine, key: object) -> Any:
             with _lock:
                 _running.pop(key, None)
 
-    return async_to_sync(tracked)()
+    try:
+        return async_to_sync(tracked)()
+    finally:
+        coroutine.close()  # never awaited if async_to_sync refused to start (no warning); else a no-op
 
 
 def cancel(key: object) -> bool:

@@ -18,7 +18,7 @@ from ..enqueuing import enqueuer_context, validation
 from ..exceptions import MissingMigrations, UnknownJob
 from ..models import Isolation, Job, JobStatus
 from ..operations import unknown_jobs
-from ..registry.job import RegisteredJob
+from ..registry.registered import RegisteredJob
 from ..signals import job_failed, job_finished, job_started, send
 from . import async_jobs, timeouts
 from .outcomes import error_record, unstorable_error, without_worker_frames

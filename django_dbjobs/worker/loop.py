@@ -1,4 +1,4 @@
-"""Worker: the run_jobs loop. Claims due jobs, runs them on threads, shuts down gracefully."""
+"""Worker: the run_jobs loop. Claims due jobs for its threads, keeps house, and stops when told."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from ..models import Job
 from ..operations.retention import Pruner
 from ..schedules.scheduler import Scheduler
 from . import idle_wait, shutdown, startup, stuck, supervisor, timeouts
-from .heartbeat import Heartbeat
 from .identity import Identity, new_worker_id
 from .parts import assemble
 from .prefetch import Prefetch
@@ -63,7 +62,6 @@ class Worker:
         self.identity = Identity(self.id, using, tuple(self.queues))
         self._drained = False  # see _loop()
         self._stopping = False
-        self._heartbeat: Heartbeat | None = None
         self._sweeper = Sweeper(self.id, using)
         self._pruner = Pruner(using)
         #: 0, or the status run_jobs exits with (a stuck job: stuck.py).
@@ -102,7 +100,7 @@ class Worker:
         paused = self.claimer.paused
         self._waiter = idle_wait.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
         try:
-            self._heartbeat = startup.start(
+            startup.start(
                 self.parts,
                 concurrency=self.concurrency,
                 waiter=self._waiter,
@@ -241,4 +239,4 @@ class Worker:
             self._wake.set()
 
     def _shutdown(self) -> None:
-        shutdown.shut_down(self.parts, self.shutdown_grace, self._heartbeat)
+        shutdown.shut_down(self.parts, self.shutdown_grace)

@@ -16,13 +16,12 @@ from django.db import DatabaseError, InterfaceError, connections
 
 from ..models import WorkerProcess
 from . import async_jobs
-from .heartbeat import Heartbeat
 from .parts import Parts
 
 logger = logging.getLogger("django_dbjobs")
 
 
-def shut_down(parts: Parts, grace: float, heartbeat: Heartbeat | None) -> None:
+def shut_down(parts: Parts, grace: float) -> None:
     """Stop the worker whose `parts` these are: finish, release, stop its threads, remove its row."""
     claimer, acks, held, wake = parts.claimer, parts.acks, parts.held, parts.wake
     claimer.release(parts.threads.take_unstarted(close=True))
@@ -42,6 +41,7 @@ def shut_down(parts: Parts, grace: float, heartbeat: Heartbeat | None) -> None:
     # dropped by the fence if the release got there first (then it runs again).
     acks.flush(force=True)
     parts.threads.stop()
+    heartbeat = parts.lease.heartbeat  # set before it starts: stopped even if the start failed after
     if heartbeat is not None:
         heartbeat.stop()
         heartbeat.join(5)

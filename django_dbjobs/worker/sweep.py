@@ -24,7 +24,7 @@ from ..db.outage import close_broken_connections
 from ..enqueuing import enqueuer_context
 from ..exceptions import WorkerLost
 from ..models import Isolation, Job, JobStatus, WorkerProcess
-from ..registry.job import RegisteredJob
+from ..registry.registered import RegisteredJob
 from ..signals import job_failed, send
 
 logger = logging.getLogger("django_dbjobs")

@@ -2,7 +2,7 @@
 
 import django.db.models.functions.datetime
 import django_dbjobs.db
-import django_dbjobs.models.ids
+import django_dbjobs.ids
 from django.db import migrations, models
 
 
@@ -34,7 +34,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Job',
             fields=[
-                ('id', models.CharField(default=django_dbjobs.models.ids.new_id, editable=False, max_length=36, primary_key=True, serialize=False, verbose_name='id')),
+                ('id', models.CharField(default=django_dbjobs.ids.new_id, editable=False, max_length=36, primary_key=True, serialize=False, verbose_name='id')),
                 ('name', models.CharField(help_text='Registered name of the job.', max_length=255, verbose_name='job')),
                 ('args', models.JSONField(blank=True, default=list, verbose_name='positional arguments')),
                 ('kwargs', models.JSONField(blank=True, default=dict, verbose_name='keyword arguments')),

@@ -24,7 +24,7 @@ class JobOptions:
     priority: int | None = None
     max_attempts: int | None = None
     backoff: float | None = None
-    #: Seconds a run may take before it is interrupted (timeouts.py); None: DBJOBS_DEFAULT_TIMEOUT.
+    #: Seconds a run may take before it is interrupted (worker/timeouts.py); None: DBJOBS_DEFAULT_TIMEOUT.
     timeout: float | None = None
 
 

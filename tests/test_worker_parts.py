@@ -1,6 +1,5 @@
 """The worker's parts, built and driven without a Worker: each receives what it uses."""
 
-import threading
 import time
 
 import pytest
@@ -8,12 +7,8 @@ import pytest
 from django_dbjobs import enqueue
 from django_dbjobs.db.outage import Outage
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
-from django_dbjobs.worker.acks import SuccessBatch
-from django_dbjobs.worker.claiming import Claimer
-from django_dbjobs.worker.held import HeldJobs
-from django_dbjobs.worker.identity import DatabaseErrors, Identity, new_worker_id
-from django_dbjobs.worker.job_threads import JobThreads
-from django_dbjobs.worker.lease import Lease
+from django_dbjobs.worker.identity import Identity, new_worker_id
+from django_dbjobs.worker.parts import assemble
 from django_dbjobs.worker.prefetch import Prefetch
 from tests import jobs
 
@@ -21,45 +16,26 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def parts(queues=()):
-    """A claimer, job threads and a lease wired by hand, as worker/parts.py wires them."""
+    """A worker's parts, wired by worker/parts.py's assemble() as the Worker does, with no Worker."""
     identity = Identity(new_worker_id(), "default", tuple(queues))
     WorkerProcess.objects.create(id=identity.id, hostname="test", pid=1, queues=list(queues), concurrency=1)
-    wake, forced, held, errors = threading.Event(), threading.Event(), HeldJobs(), DatabaseErrors()
-    outage = Outage("default", forced=forced, wake=wake)
-    lease = Lease(identity, wake)
-    acks = SuccessBatch(identity.id, "default", wake, outage)
     done = []
 
     def on_done(job, seconds):
-        held.remove([job])
+        built.held.remove([job])
         done.append((job.pk, seconds))
 
-    threads = JobThreads(
-        identity,
-        1,
-        lease=lease,
-        on_success=acks.add,
-        on_done=on_done,
-        on_not_stored=lambda: None,
-        errors=errors,
-        wake=wake,
-        forced=forced,
-        claims_came_short=lambda: False,
-    )
-    claimer = Claimer(
+    built = assemble(
         identity,
         concurrency=1,
         max_jobs=None,
         prefetch=Prefetch(0, 1),
-        held=held,
-        threads=threads,
-        lease=lease,
-        acks=acks,
-        outage=outage,
-        forced=forced,
         poll_interval=0.1,
+        on_database_error=lambda: None,
+        on_done=on_done,
+        on_not_stored=lambda: None,
     )
-    return identity, claimer, threads, acks, lease, wake, done
+    return identity, built.claimer, built.threads, built.acks, built.lease, built.wake, done
 
 
 def test_a_claimer_and_job_threads_run_a_job_without_a_worker():

@@ -36,8 +36,8 @@ def send(signal: Signal, sender=None, **kwargs) -> None:
     """Send `signal` from the worker: a receiver's exception is logged, never raised."""
     if not signal.receivers:  # the common case, and the cheapest test
         return
-    if sender is None:  # a job's signal: sent by its model (Job), as Django's model signals are
-        sender = type(kwargs["job"])
+    if sender is None:  # a job's signal: sent by its model (Job, even for a proxy's instance)
+        sender = kwargs["job"]._meta.concrete_model
     for receiver, response in signal.send_robust(sender=sender, **kwargs):
         if isinstance(response, Exception):
             subject = kwargs.get("job") or kwargs.get("schedule") or kwargs.get("task_result")

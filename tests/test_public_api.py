@@ -78,3 +78,21 @@ def test_the_pytest_plugin_entry_point_and_the_migrations_references_resolve():
     from django_dbjobs.models.ids import new_id
 
     assert len(new_id()) == 36
+
+
+@pytest.mark.django_db(transaction=True)
+def test_job_signals_are_sent_with_sender_job_as_documented():
+    from django_dbjobs import enqueue, signals
+    from django_dbjobs.models import Job
+    from django_dbjobs.testing import run_jobs
+    from tests import jobs
+
+    senders = []
+    receiver = lambda sender, **kwargs: senders.append(sender)  # noqa: E731
+    signals.job_finished.connect(receiver, sender=Job, weak=False)
+    try:
+        enqueue(jobs.add, 1, 2)
+        run_jobs()
+    finally:
+        signals.job_finished.disconnect(receiver, sender=Job)
+    assert senders == [Job]

@@ -48,11 +48,26 @@ class InvalidSchedule(DbJobsError, ValueError):
     """A schedule's cron expression, timezone, job or options are invalid."""
 
 
-class JobTimeout(BaseException):
-    """Raised in a job that ran past its timeout (@job(timeout=...), DBJOBS_DEFAULT_TIMEOUT).
+class JobInterrupted(BaseException):
+    """Raised in a running job by its worker: the base of JobTimeout and JobCancelled.
 
     A BaseException, like KeyboardInterrupt, so that ``except Exception`` in a job does not
-    swallow it; the attempt is recorded as failed and retried or dead-lettered as usual.
+    swallow it.
+    """
+
+
+class JobTimeout(JobInterrupted):
+    """Raised in a job that ran past its timeout (@job(timeout=...), DBJOBS_DEFAULT_TIMEOUT).
+
+    The attempt is recorded as failed and retried or dead-lettered as usual.
+    """
+
+
+class JobCancelled(JobInterrupted):
+    """Raised in a job whose cancellation was requested (``Job.objects.filter(...).cancel()``, the admin).
+
+    The job is recorded as FAILED with this error and never retried. A job may raise it
+    itself, after seeing ``current_job().cancel_requested``, to stop as cancelled.
     """
 
 

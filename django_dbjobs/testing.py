@@ -17,6 +17,7 @@ from django.db import router, transaction
 from django.db.models.functions import Now
 
 from .db.outage import Outage
+from .flow import admission
 from .models import Job, JobStatus
 from .signals import job_enqueued
 from .worker import execution
@@ -72,6 +73,7 @@ def _run_due(queues, include_scheduled, max_jobs, using, failures: list[BaseExce
                 )
             return ran
         with transaction.atomic(using=using):
+            admission.admit(using)  # jobs with a concurrency key wait for a slot, as in a worker
             claimed = jobs.claim(TEST_WORKER, 1, queues=queues)
         if not claimed:
             return ran

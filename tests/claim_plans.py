@@ -4,7 +4,7 @@ from django.db import connection
 
 
 def assert_on_the_claim_index(cursor, sql: str, params: list) -> None:
-    """Fail unless `sql` (a claim's first statement) reads dbjobs_job_claim_idx without sorting.
+    """Fail unless `sql` (a claim's first statement) reads dbjobs_job_claimable_idx without sorting.
 
     PostgreSQL is asked about the statement as the planner sees it with its default
     settings (claims turn enable_sort off; test_claim_without_sort covers that)."""
@@ -12,18 +12,18 @@ def assert_on_the_claim_index(cursor, sql: str, params: list) -> None:
     if vendor == "postgresql":
         cursor.execute(f"EXPLAIN {sql}", params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-        assert "Index Scan using dbjobs_job_claim_idx" in plan, plan
+        assert "Index Scan using dbjobs_job_claimable_idx" in plan, plan
         assert "Seq Scan" not in plan and "Sort" not in plan, plan
     elif vendor == "mysql":
         cursor.execute(f"EXPLAIN {sql}", params)
         names = [column[0] for column in cursor.description]
         (row,) = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-        assert row["key"] == "dbjobs_job_claim_idx", row
+        assert row["key"] == "dbjobs_job_claimable_idx", row
         assert "filesort" not in (row["Extra"] or ""), row
     else:
         cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
         plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
         assert (
-            "USING INDEX dbjobs_job_claim_idx" in plan or "USING COVERING INDEX dbjobs_job_claim_idx" in plan
+            "USING INDEX dbjobs_job_claimable_idx" in plan or "USING COVERING INDEX dbjobs_job_claimable_idx" in plan
         ), plan
         assert "TEMP B-TREE" not in plan, plan

@@ -71,7 +71,7 @@ def backlog():
 @pytest.mark.parametrize("through_django", [False, True], ids=["libpq", "django-cursor"])
 def test_the_claim_reads_the_claim_index_in_order_whatever_the_costs(backlog, through_django):
     plan = claim_plan(through_django)
-    assert "Index Scan using dbjobs_job_claim_idx" in plan, plan
+    assert "Index Scan using dbjobs_job_claimable_idx" in plan, plan
     assert "Sort" not in plan, plan
     assert setting("enable_sort") == "on", "off for the claim's own transaction only"
 

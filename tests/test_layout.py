@@ -18,6 +18,7 @@ LAYERS = [
     ["db"],  # everything that differs by database
     ["models"],
     ["context"],
+    ["flow"],  # concurrency keys, rate limits, cancel requests
     ["enqueuing"],
     ["schedules"],
     ["operations"],

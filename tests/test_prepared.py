@@ -321,7 +321,7 @@ def test_a_prepared_claim_keeps_a_plan_made_without_sorting(session):
             cached = "\n".join(row[0] for row in cursor.fetchall())
             cursor.execute("DEALLOCATE dbjobs_test_fresh")
         assert "Sort" in fresh, f"planned now, with sorting allowed, it sorts (the premise): {fresh}"
-        assert "Sort" not in cached and "dbjobs_job_claim_idx" in cached, cached
+        assert "Sort" not in cached and "dbjobs_job_claimable_idx" in cached, cached
     finally:
         with connection.cursor() as cursor:
             cursor.execute("RESET random_page_cost")

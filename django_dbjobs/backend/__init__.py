@@ -21,6 +21,7 @@ from .. import registry
 from ..enqueuing import api as enqueuing
 from ..enqueuing import rows, validation
 from ..exceptions import InvalidJob
+from ..flow import keys
 from ..models import Job
 from .compat import (
     BaseTaskBackend,
@@ -82,6 +83,10 @@ class DatabaseBackend(BaseTaskBackend):
             key = getattr(task, "unique_key", None)
             if key is not None and not (callable(key) or isinstance(key, str)):
                 raise InvalidJob(f"unique_key must be a string or a function, not {key!r}.")
+            keys.check_spec(getattr(task, "concurrency_key", None), getattr(task, "concurrency_limit", None))
+            interruptible = getattr(task, "interruptible", None)
+            if interruptible is not None and not isinstance(interruptible, bool):
+                raise InvalidJob(f"interruptible must be True or False, not {interruptible!r}.")
         except InvalidJob as exc:
             raise InvalidTask(str(exc)) from None
         existing = registry.lookup(task.module_path)
@@ -183,6 +188,15 @@ class DatabaseBackend(BaseTaskBackend):
         timeout = self.options.get("timeout")
         if timeout is not None and not _positive_number(timeout):
             errors.append(f"OPTIONS['timeout'] must be a number of seconds above 0, not {timeout!r}")
+        limit = self.options.get("concurrency_limit")
+        if limit is not None:
+            try:
+                keys.check_limit(limit)
+            except InvalidJob as exc:
+                errors.append(f"OPTIONS['concurrency_limit']: {str(exc).rstrip('.')}")
+        interruptible = self.options.get("interruptible")
+        if interruptible is not None and not isinstance(interruptible, bool):
+            errors.append(f"OPTIONS['interruptible'] must be True or False, not {interruptible!r}")
         database = self.options.get("database")
         if database is not None and not isinstance(database, str):
             errors.append(f"OPTIONS['database'] must be a database alias, not {database!r}")
@@ -234,5 +248,6 @@ def _same_backend(a: BaseTaskBackend, b: BaseTaskBackend) -> bool:
 
 def _same_options(a: Task, b: Task) -> bool:
     return a.takes_context == b.takes_context and all(
-        getattr(a, name, None) == getattr(b, name, None) for name in (*OPTIONS, "unique_key")
+        getattr(a, name, None) == getattr(b, name, None)
+        for name in (*OPTIONS, "unique_key", "concurrency_key")
     )

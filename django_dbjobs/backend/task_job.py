@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from . import DatabaseBackend
 
 #: Keys of the backend's OPTIONS, and of the extra @task() arguments (Django 6.1+).
-OPTIONS = ("max_attempts", "backoff", "timeout")
+OPTIONS = ("max_attempts", "backoff", "timeout", "concurrency_limit", "interruptible")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +33,12 @@ class DatabaseTask(Task):
     #: A key (or a function of the task's arguments returning one): at most one READY or
     #: RUNNING run of this task per key; enqueueing another returns that run's result.
     unique_key: str | Callable[..., str] | None = None
+    #: A template (``"sync:{account_id}"``) or a function of the task's arguments: at most
+    #: `concurrency_limit` runs of one key at once (docs/flow-control.rst).
+    concurrency_key: str | Callable[..., str] | None = None
+    concurrency_limit: int | None = None
+    #: False: a cancel request only sets ``current_job().cancel_requested``.
+    interruptible: bool | None = None
 
 
 class TaskJob(RegisteredJob):
@@ -46,7 +52,18 @@ class TaskJob(RegisteredJob):
         if backoff is None:
             backoff = backend.options.get("backoff")
         timeout = getattr(task, "timeout", None) or backend.options.get("timeout")
-        options = JobOptions(max_attempts=max_attempts, backoff=backoff, timeout=timeout)
+        limit = getattr(task, "concurrency_limit", None) or backend.options.get("concurrency_limit")
+        interruptible = getattr(task, "interruptible", None)
+        if interruptible is None:
+            interruptible = backend.options.get("interruptible", True)
+        options = JobOptions(
+            max_attempts=max_attempts,
+            backoff=backoff,
+            timeout=timeout,
+            concurrency_key=getattr(task, "concurrency_key", None),
+            concurrency_limit=limit,
+            interruptible=interruptible,
+        )
         super().__init__(task.func, task.module_path, options)
         self.task = task
         self.backend = backend

@@ -17,6 +17,7 @@ from .errors import ErrorKind, classify
 from .indexes import (
     FailedJobsIndex,
     FinishedJobsIndex,
+    KeyedJobsIndex,
     PartialIndex,
     ReadyJobsIndex,
     RunningJobsIndex,
@@ -28,6 +29,7 @@ __all__ = [
     "ErrorKind",
     "FailedJobsIndex",
     "FinishedJobsIndex",
+    "KeyedJobsIndex",
     "PartialIndex",
     "ReadyJobsIndex",
     "RunningJobsIndex",

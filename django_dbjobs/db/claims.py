@@ -113,11 +113,11 @@ def _inline_constants(sql: str, params: list, placeholders: set, using: str, mod
     As literals they let the planner match the partial claim index (WHERE status =
     'READY') outright, where a bound parameter makes SQLite plan the statement again on
     every claim. Only the job states and isolation values, written in our code: any
-    other value (a filtered QuerySet's) stays a parameter.
+    other value (a filtered QuerySet's) stays a parameter. ``blocked = ''`` matches the
+    claim index's condition the same way.
     """
-    constants = {
-        value for name in ("status", "isolation") for value, _ in model._meta.get_field(name).choices
-    }
+    states = ("status", "isolation", "blocked")
+    constants = {value for name in states for value, _ in model._meta.get_field(name).choices}
     quote = connections[using].schema_editor().quote_value
     parts = sql.split("%s")
     out, kept = [parts[0]], []

@@ -42,10 +42,10 @@ class PartialIndex(models.Index):
 
 
 class ReadyJobsIndex(PartialIndex):
-    """The claim index: over READY rows only."""
+    """The claim index: over READY rows that no flow control holds back (models.Blocked)."""
 
-    where = Q(status="READY")
-    lead = ("status",)
+    where = Q(status="READY", blocked="")
+    lead = ("status", "blocked")
 
 
 class RunningJobsIndex(PartialIndex):
@@ -81,3 +81,10 @@ class UniqueKeyIndex(PartialIndex):
     """Jobs by unique key (the admin's search); most jobs have none, and are left out."""
 
     where = Q(unique_key__isnull=False)
+
+
+class KeyedJobsIndex(PartialIndex):
+    """Jobs with a concurrency key, by state and key: the slots a key holds, and the jobs
+    waiting for one in claim order (flow/admission.py). Jobs without a key are left out."""
+
+    where = Q(concurrency_key__isnull=False)

@@ -166,5 +166,7 @@ def is_index_only(migration: migrations.Migration) -> bool:
     queries are right with either set of indexes, only slower), so a long index build
     never keeps workers from starting (db.pending_migrations()).
     """
+    if getattr(migration, "workers_need_it", False):  # the claim names an index it builds
+        return False
     kinds = (AddIndexOnline, RemoveIndexOnline, DropIdPatternIndex)
     return bool(migration.operations) and all(isinstance(op, kinds) for op in migration.operations)

@@ -18,7 +18,8 @@ from django.db import DatabaseError, connections, router, transaction
 from .. import db, registry
 from ..conf import settings
 from ..exceptions import InvalidJob, InvalidJobArguments, UnknownOption
-from ..models import Job
+from ..flow import keys
+from ..models import Blocked, Job
 from ..registry import discovery
 from ..registry.registered import RegisteredJob
 from ..signals import has_receivers, job_enqueued
@@ -40,6 +41,8 @@ def prepare(
     max_attempts: int | None = None,
     unique_key: str | None = None,
     using: str | None = None,
+    concurrency_key: str | None = None,
+    concurrency_limit: int | None = None,
     **unknown: Any,
 ) -> Job:
     """Validate a job and return it as an unsaved Job, ready for bulk_enqueue().
@@ -48,7 +51,18 @@ def prepare(
     """
     _refuse_unknown_options("prepare", args, unknown)
     fields, using = job_fields(
-        job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
+        job,
+        args,
+        kwargs,
+        queue,
+        priority,
+        run_at,
+        delay,
+        max_attempts,
+        unique_key,
+        using,
+        concurrency_key=concurrency_key,
+        concurrency_limit=concurrency_limit,
     )
     return rows.build(fields, using)
 
@@ -66,6 +80,9 @@ def job_fields(
     using,
     check_signature=True,
     capture=True,
+    concurrency_key=None,
+    concurrency_limit=None,
+    default_limit=None,
 ):
     """The validated field values of a new job, and the database it goes to (InvalidJob if invalid).
 
@@ -90,6 +107,19 @@ def job_fields(
     }
     if unique_key is not None:
         fields["unique_key"] = fields["active_key"] = validation.unique_key(unique_key, reject_nul)
+    options = registered.options
+    key, limit = keys.resolve(
+        registered.func,
+        options.concurrency_key,
+        concurrency_key,
+        options.concurrency_limit if concurrency_limit is None else concurrency_limit,
+        default_limit,
+        clean_args,
+        clean_kwargs,
+    )
+    if key is not None:
+        # Not claimable until the admission gives it one of its key's slots (flow/admission.py).
+        fields.update(concurrency_key=key, concurrency_limit=limit, blocked=Blocked.CONCURRENCY)
     when = validation.run_at(run_at, delay)
     if when is not None:
         fields["run_at"] = when
@@ -140,6 +170,8 @@ def enqueue(
     max_attempts: int | None = None,
     unique_key: str | None = None,
     using: str | None = None,
+    concurrency_key: str | None = None,
+    concurrency_limit: int | None = None,
     **unknown: Any,
 ) -> Job:
     """Store a job to run `job(*args, **kwargs)` in a worker, and return it.
@@ -149,14 +181,27 @@ def enqueue(
 
     Options: ``kwargs`` (the job's keyword arguments), ``queue``, ``priority``
     (-100..100, higher runs first), ``run_at`` (aware datetime) or ``delay``
-    (seconds or timedelta), ``max_attempts``, ``unique_key``, ``using`` (database alias).
+    (seconds or timedelta), ``max_attempts``, ``unique_key``, ``using`` (database alias),
+    ``concurrency_key`` and ``concurrency_limit`` (over the job's own: at most that many
+    jobs of the key run at once; docs/flow-control.rst).
 
     With ``unique_key``, if a READY or RUNNING job of the same name has that key,
     nothing is written and that job is returned instead.
     """
     _refuse_unknown_options("enqueue", args, unknown)
     fields, using = job_fields(
-        job, args, kwargs, queue, priority, run_at, delay, max_attempts, unique_key, using
+        job,
+        args,
+        kwargs,
+        queue,
+        priority,
+        run_at,
+        delay,
+        max_attempts,
+        unique_key,
+        using,
+        concurrency_key=concurrency_key,
+        concurrency_limit=concurrency_limit,
     )
     return store(rows.build(fields, using), fields, using)[0]
 
@@ -253,11 +298,21 @@ def enqueue_many(
                 f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
                 "positional arguments, such as (user_id,)."
             )
+    registered = registry.resolve(job)
+    if registered.options.concurrency_key is not None:  # a key per item: made as prepare() makes it
+        options = {"queue": queue, "priority": priority, "run_at": run_at, "delay": delay}
+        options.update(max_attempts=max_attempts, using=using)
+        prepared = []
+        for index, item in enumerate(items):
+            try:
+                prepared.append(prepare(job, *item, **options))
+            except InvalidJob as exc:
+                raise type(exc)(f"arguments[{index}]: {exc}") from None
+        return bulk_enqueue(prepared, batch_size=batch_size)
     common, using = job_fields(
         job, (), None, queue, priority, run_at, delay, max_attempts, None, using, check_signature=False
     )
     reject_nul = db.rejects_nul(using)
-    registered = registry.resolve(job)
     each, texts = [], []
     for index, item in enumerate(items):
         try:

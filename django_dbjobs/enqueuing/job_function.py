@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import InvalidJob
+from ..flow import keys
 from ..registry import add
 from ..registry.registered import JobOptions, RegisteredJob
 
@@ -41,18 +42,36 @@ def job(
     max_attempts: int | None = None,
     backoff: float | None = None,
     timeout: float | None = None,
+    concurrency_key: str | Callable[..., str] | None = None,
+    concurrency_limit: int | None = None,
+    interruptible: bool = True,
 ):
     """Register a module-level function as a job, with default enqueue options.
 
     Use as ``@job`` or ``@job(queue="emails", max_attempts=5, timeout=60)``. The job's name
     is its dotted path (``module.function``) unless ``name`` is given.
+
+    ``concurrency_key`` (a template such as ``"sync:{account_id}"``, formatted with the
+    job's arguments, or a function of them) with ``concurrency_limit`` (default 1): at
+    most that many jobs of one key run at once. ``interruptible=False``: cancelling a
+    running job only sets ``current_job().cancel_requested``.
     """
     if timeout is not None and not (
         isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0
     ):
         raise InvalidJob(f"timeout must be a number of seconds above 0, not {timeout!r}.")
+    keys.check_spec(concurrency_key, concurrency_limit)
+    if not isinstance(interruptible, bool):
+        raise InvalidJob(f"interruptible must be True or False, not {interruptible!r}.")
     options = JobOptions(
-        queue=queue, priority=priority, max_attempts=max_attempts, backoff=backoff, timeout=timeout
+        queue=queue,
+        priority=priority,
+        max_attempts=max_attempts,
+        backoff=backoff,
+        timeout=timeout,
+        concurrency_key=concurrency_key,
+        concurrency_limit=concurrency_limit,
+        interruptible=interruptible,
     )
 
     def register(f: Callable) -> JobFunction:

@@ -1,12 +1,15 @@
 from .admin_pages import Overview
 from .failed_job import FailedJob, FailedJobQuerySet, RetryReport
-from .job import Isolation, Job, JobQuerySet, JobStatus
+from .flow import ConcurrencyKey, RateSlot
+from .job import Blocked, Isolation, Job, JobQuerySet, JobStatus
 from .queue import Queue, QueueQuerySet
 from .schedule import DefinedIn, MissedRuns, Schedule, ScheduleQuerySet
 from .schedule_tick import ScheduleTick
 from .worker import WorkerProcess
 
 __all__ = [
+    "Blocked",
+    "ConcurrencyKey",
     "DefinedIn",
     "FailedJob",
     "FailedJobQuerySet",
@@ -18,6 +21,7 @@ __all__ = [
     "Overview",
     "Queue",
     "QueueQuerySet",
+    "RateSlot",
     "RetryReport",
     "Schedule",
     "ScheduleQuerySet",

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .job import Job
 from .queryset import BATCH_SIZE, JobQuerySet
-from .states import Isolation, JobStatus
+from .states import Isolation, JobStatus, blocked_if_keyed
 
 
 @dataclass
@@ -46,6 +46,8 @@ def retry_changes() -> dict:
         "return_value": None,
         "active_key": F("unique_key"),
         "isolation": Isolation.NONE,
+        "blocked": blocked_if_keyed(),
+        "cancel_requested_at": None,
     }
 
 

@@ -5,16 +5,29 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, When
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from .. import db
 from .ids import new_id
 from .queryset import JobQuerySet
-from .states import CLAIM_ORDER, MAX_PRIORITY, MIN_PRIORITY, Isolation, JobStatus
+from .states import CLAIM_ORDER, MAX_PRIORITY, MIN_PRIORITY, Blocked, Isolation, JobStatus, blocked_if_keyed
 
-__all__ = ["CLAIM_ORDER", "MAX_PRIORITY", "MIN_PRIORITY", "Isolation", "Job", "JobQuerySet", "JobStatus"]
+__all__ = [
+    "CLAIM_ORDER",
+    "MAX_PRIORITY",
+    "MIN_PRIORITY",
+    "Blocked",
+    "Isolation",
+    "Job",
+    "JobQuerySet",
+    "JobStatus",
+]
+
+#: Longest concurrency key, and the highest concurrency limit.
+MAX_CONCURRENCY_KEY = 200
+MAX_CONCURRENCY_LIMIT = 1000
 
 
 class Job(models.Model):
@@ -92,6 +105,35 @@ class Job(models.Model):
         ),
     )
 
+    concurrency_key = models.CharField(
+        _("concurrency key"),
+        max_length=MAX_CONCURRENCY_KEY,
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("At most concurrency limit jobs with this key run at once."),
+    )
+    concurrency_limit = models.PositiveSmallIntegerField(
+        _("concurrency limit"), null=True, blank=True, editable=False
+    )
+    blocked = models.CharField(
+        _("blocked"),
+        max_length=12,
+        choices=Blocked.choices,
+        default=Blocked.NONE,
+        db_default=Blocked.NONE,
+        blank=True,
+        editable=False,
+        help_text=_("Why a ready job is not claimed yet."),
+    )
+    cancel_requested_at = models.DateTimeField(
+        _("cancel requested at"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("Set when a running job is asked to stop; its worker interrupts it."),
+    )
+
     objects = JobQuerySet.as_manager()
 
     class Meta:
@@ -99,11 +141,14 @@ class Job(models.Model):
         verbose_name_plural = _("jobs")
         ordering = list(CLAIM_ORDER)
         indexes = [
-            db.ReadyJobsIndex(fields=list(CLAIM_ORDER), name="dbjobs_job_claim_idx"),
+            db.ReadyJobsIndex(fields=list(CLAIM_ORDER), name="dbjobs_job_claimable_idx"),
             db.RunningJobsIndex(fields=["worker"], name="dbjobs_job_running_idx"),
             db.FinishedJobsIndex(fields=["status", "finished_at", "id"], name="dbjobs_job_finished_idx"),
             db.FailedJobsIndex(fields=["queue", "finished_at", "id"], name="dbjobs_job_failed_queue_idx"),
             db.UniqueKeyIndex(fields=["unique_key"], name="dbjobs_job_unique_key_idx"),
+            db.KeyedJobsIndex(
+                fields=["status", "blocked", "concurrency_key", *CLAIM_ORDER], name="dbjobs_job_keyed_idx"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["name", "active_key"], name="dbjobs_job_one_active_per_key"),
@@ -112,6 +157,11 @@ class Job(models.Model):
                 name="dbjobs_job_priority_range",
             ),
             models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="dbjobs_job_status_valid"),
+            models.CheckConstraint(
+                condition=Q(concurrency_key__isnull=True)
+                | Q(concurrency_limit__gte=1, concurrency_limit__lte=MAX_CONCURRENCY_LIMIT),
+                name="dbjobs_job_concurrency_limit_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -149,10 +199,14 @@ class Job(models.Model):
         return self._finish(
             worker,
             status=JobStatus.READY,
-            run_at=db.seconds_from_now(delay),
+            # A job asked to stop meanwhile is due at once: its next claim records it cancelled.
+            run_at=Case(
+                When(cancel_requested_at__isnull=False, then=Now()), default=db.seconds_from_now(delay)
+            ),
             errors=[*self.errors, error],
             last_error=error["summary"],
             isolation=Isolation.NONE,
+            blocked=blocked_if_keyed(),
         )
 
     def mark_failed(self, worker: str, error: dict) -> bool:
@@ -191,6 +245,7 @@ class Job(models.Model):
             worker_ids=db.WithoutLastWorker(),
             run_at=db.seconds_from_now(delay),
             last_error=error["summary"],
+            blocked=blocked_if_keyed(),
         ):
             return JobStatus.READY
         return None
@@ -223,7 +278,7 @@ class Job(models.Model):
                 status=JobStatus.FAILED, finished_at=Now(), active_key=None, isolation=Isolation.NONE
             )
         else:
-            changes.update(status=JobStatus.READY, isolation=Isolation.WAITING)
+            changes.update(status=JobStatus.READY, isolation=Isolation.WAITING, blocked=blocked_if_keyed())
         if not mine.update(**changes):
             return False
         for field, value in changes.items():

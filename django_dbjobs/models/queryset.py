@@ -10,7 +10,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
 from .. import db
-from .states import HANDED_BACK_PREFIX, Isolation, JobStatus
+from .states import HANDED_BACK_PREFIX, Blocked, Isolation, JobStatus, blocked_if_keyed
 
 if TYPE_CHECKING:
     from .job import Job
@@ -27,6 +27,10 @@ class JobQuerySet(models.QuerySet):
     def due(self) -> JobQuerySet:
         """Ready jobs whose run_at has come, by the database clock."""
         return self.ready().filter(run_at__lte=Now())
+
+    def claimable(self) -> JobQuerySet:
+        """Due jobs no flow control holds back: what a claim picks from."""
+        return self.due().filter(blocked=Blocked.NONE)
 
     def running(self) -> JobQuerySet:
         return self.filter(status=JobStatus.RUNNING)
@@ -153,6 +157,7 @@ class JobQuerySet(models.QuerySet):
             isolation = Case(When(isolation=Isolation.STARTED, then=isolation), default=F("isolation"))
         return self.update(
             status=JobStatus.READY,
+            blocked=blocked_if_keyed(),
             worker=None,
             attempts=F("attempts") - 1,
             worker_ids=db.WithoutLastWorker(),
@@ -249,7 +254,7 @@ def claim_shape(
     skipped = [f"\x00paused{n}" for n in range(len(paused))]
 
     def build() -> JobQuerySet:
-        picked = jobs().due().for_queues(names)
+        picked = jobs().claimable().for_queues(names)
         if skipped:
             picked = picked.exclude(queue__in=skipped)
         return picked if include_waiting else picked.filter(isolation=Isolation.NONE)

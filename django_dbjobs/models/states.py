@@ -1,6 +1,7 @@
 """The values a job's state columns take, and the claim order."""
 
 from django.db import models
+from django.db.models import Case, Value, When
 from django.utils.translation import gettext_lazy as _
 
 MIN_PRIORITY = -100
@@ -21,6 +22,18 @@ class JobStatus(models.TextChoices):
     FAILED = "FAILED", _("Failed")
 
 
+class Blocked(models.TextChoices):
+    """Why a READY job is left out of the claim (and of the claim index) for now.
+
+    A job with a concurrency key waits as CONCURRENCY until the admission
+    (flow/admission.py) gives it one of its key's slots: READY to Django, never claimed
+    before then, and never read again by any claim while it waits.
+    """
+
+    NONE = "", _("No")
+    CONCURRENCY = "CONCURRENCY", _("Waiting for a concurrency slot")
+
+
 class Isolation(models.TextChoices):
     """Whether a job must run alone, so that a crash during its run can be pinned on it.
 
@@ -35,3 +48,16 @@ class Isolation(models.TextChoices):
     NONE = "", _("No")
     WAITING = "WAITING", _("Waiting to run alone")
     STARTED = "STARTED", _("Running alone")
+
+
+def blocked_if_keyed():
+    """The ``blocked`` value of a job going back to READY: a keyed job gives up its slot.
+
+    Every write that makes a RUNNING (or FAILED) job READY again uses it, so a job
+    waiting for a retry, or given back, holds no concurrency slot meanwhile.
+    """
+    return Case(
+        When(concurrency_key__isnull=False, then=Value(Blocked.CONCURRENCY)),
+        default=Value(Blocked.NONE),
+        output_field=models.CharField(),
+    )

@@ -26,6 +26,12 @@ class JobOptions:
     backoff: float | None = None
     #: Seconds a run may take before it is interrupted (worker/timeouts.py); None: DBJOBS_DEFAULT_TIMEOUT.
     timeout: float | None = None
+    #: A template (``"sync:{account_id}"``) or a function of the arguments: its jobs share a
+    #: concurrency key, of which at most `concurrency_limit` run at once (flow/keys.py).
+    concurrency_key: str | Callable[..., str] | None = None
+    concurrency_limit: int | None = None
+    #: False: a cancel request only sets ``current_job().cancel_requested``; the job stops itself.
+    interruptible: bool = True
 
 
 class RegisteredJob:

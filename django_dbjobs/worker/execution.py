@@ -113,7 +113,8 @@ def _run(
             validation.return_value_size(result)
         except Exception as exc:  # noqa: BLE001 - not JSON data, too large, or too deep to check
             return _unstorable(job, worker, without_worker_frames(exc), outage, by_database=False)
-        if on_success is not None and not alone:
+        # A keyed job's success is stored at once: its slot is free only once it is.
+        if on_success is not None and not alone and job.concurrency_key is None:
             on_success(job, result)
             return JobStatus.SUCCESSFUL
         return store_success(job, worker, result, outage)

@@ -151,6 +151,6 @@ class IdleWaiter:
             queues = [name for name in self.queues or [] if name not in paused]
             if self.queues and not queues:
                 return False  # every queue of this worker is paused
-            return Job.objects.using(self.using).due().for_queues(queues).exists()
+            return Job.objects.using(self.using).claimable().for_queues(queues).exists()
         except (DatabaseError, InterfaceError):
             return True  # let the claim meet the error and back off

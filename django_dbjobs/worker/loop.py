@@ -84,6 +84,7 @@ class Worker:
         self._wake, self._forced, self._held = parts.wake, parts.forced, parts.held
         self.prefetch, self.lease, self.claimer = parts.prefetch, parts.lease, parts.claimer
         self._outage, self._acks, self._threads = parts.outage, parts.acks, parts.threads
+        self.admitter = parts.admitter
 
     def run(self) -> None:
         """Work until stopped (signal, --burst drained, or --max-jobs reached)."""
@@ -167,6 +168,7 @@ class Worker:
             if self._stopping:
                 continue
             self._acks.flush()
+            self.admitter.admit_if_due()
             if self._drained:
                 # The wake-up's claim found fewer due jobs than it asked for, a moment ago:
                 # another now would find none, and would only hold the interpreter while the
@@ -201,7 +203,9 @@ class Worker:
             woken = self._wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
             if woken and not self._stopping and not supervisor.gone(self._parent):
                 # Woken: new jobs or a free thread. Claim now, the housekeeping above after:
-                # an idle worker's wake-up waits for nothing but its claim.
+                # an idle worker's wake-up waits for nothing but its claim. New jobs may
+                # be waiting for a concurrency slot: the next turn admits them.
+                self.admitter.look_now()
                 self.claimer.claim_free_slots()
                 self._drained = self.claimer.came_short
 
@@ -235,7 +239,10 @@ class Worker:
         self._held.remove([job])
         if seconds is not None:
             self.prefetch.job_finished(seconds)
-        if self._threads.queued() < self.concurrency or self._stopping:
+        if job.concurrency_key is not None:  # its outcome is stored (never batched): a slot is free
+            self.admitter.freed(job.concurrency_key)
+            self._wake.set()
+        elif self._threads.queued() < self.concurrency or self._stopping:
             self._wake.set()
 
     def _shutdown(self) -> None:

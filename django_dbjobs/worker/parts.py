@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..db.outage import Outage
+from ..flow.admission import Admitter
 from ..models import Job
 from . import timeouts
 from .acks import SuccessBatch
@@ -38,6 +39,7 @@ class Parts:
     acks: SuccessBatch
     threads: JobThreads
     claimer: Claimer
+    admitter: Admitter
 
 
 def assemble(
@@ -84,4 +86,7 @@ def assemble(
         forced=forced,
         poll_interval=poll_interval,
     )
-    return Parts(identity, wake, forced, errors, held, prefetch, outage, lease, acks, threads, claimer)
+    admitter = Admitter(identity.using, outage)
+    return Parts(
+        identity, wake, forced, errors, held, prefetch, outage, lease, acks, threads, claimer, admitter
+    )

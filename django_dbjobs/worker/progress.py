@@ -96,7 +96,7 @@ class BurstProgress:
 
     def _left(self) -> int | None:
         try:
-            due = Job.objects.using(self.using).due().for_queues(self.queues)
+            due = Job.objects.using(self.using).claimable().for_queues(self.queues)
             return due.order_by()[:LEFT_CAP].count()
         except Exception:  # noqa: BLE001 - a progress line must never stop the worker
             return None

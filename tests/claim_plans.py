@@ -23,7 +23,6 @@ def assert_on_the_claim_index(cursor, sql: str, params: list) -> None:
     else:
         cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
         plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
-        assert (
-            "USING INDEX dbjobs_job_claimable_idx" in plan or "USING COVERING INDEX dbjobs_job_claimable_idx" in plan
-        ), plan
+        index = "dbjobs_job_claimable_idx"
+        assert f"USING INDEX {index}" in plan or f"USING COVERING INDEX {index}" in plan, plan
         assert "TEMP B-TREE" not in plan, plan

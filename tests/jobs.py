@@ -350,3 +350,34 @@ class HostileError(Exception):
 @job(max_attempts=1)
 def raises_hostile_exception():
     raise HostileError("hostile")
+
+
+@job(concurrency_key="acct:{account}", concurrency_limit=2)
+def keyed_span(account, n, seconds=0.05):
+    """Write when it starts and ends (time.time()) to the record file, for a ledger of overlaps."""
+    record(f"start {account} {n} {time.time():.6f}")
+    time.sleep(seconds)
+    record(f"end {account} {n} {time.time():.6f}")
+    return n
+
+
+@job
+def unkeyed_span(n):
+    record(f"start - {n} {time.time():.6f}")
+    return n
+
+
+@job(concurrency_key="hold:{account}", concurrency_limit=2, max_attempts=5)
+def keyed_hold_first_attempt(account, n, seconds=60):
+    """Record its start; its first run holds its slot for `seconds`, later ones end at once."""
+    with open(os.environ["DBJOBS_TEST_RECORD"]) as lines:
+        ran_before = any(line.startswith(f"start {account} {n} ") for line in lines)
+    record(f"start {account} {n} {time.time():.6f}")
+    if not ran_before:
+        time.sleep(seconds)
+    return n
+
+
+@job(concurrency_key=lambda tenant, **kwargs: f"tenant-{tenant}")
+def keyed_by_function(tenant, **kwargs):
+    return tenant

@@ -15,8 +15,8 @@ from django.core.management.base import SystemCheckError
 from django.db import connection
 from django.db.migrations import Migration
 from django.db.migrations.executor import MigrationExecutor
-from django.db.migrations.recorder import MigrationRecorder
 from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
 from django.test.utils import override_settings
 
 from django_dbjobs import db, enqueue
@@ -92,7 +92,7 @@ def test_a_fresh_database_gets_the_schema_the_old_migrations_made(old_migrations
         assert len(fresh["triggers"]) == 3 and not [name for name in job_indexes if name.endswith("_like")]
 
 
-def test_a_database_the_old_migrations_made_needs_only_the_new_migrations_and_runs_jobs(old_migrations, run_jobs):
+def test_a_database_the_old_migrations_made_needs_only_later_ones_and_runs_jobs(old_migrations, run_jobs):
     old_migrations()
     executor = MigrationExecutor(connection)
     assert executor.migration_plan([(APP, "0001_initial")]) == []

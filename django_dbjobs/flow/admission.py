@@ -25,7 +25,6 @@ from django.db.models.functions import Now
 from ..db.admission_sql import admissible_keys_sql
 from ..exceptions import MissingMigrations
 from ..models import Blocked, ConcurrencyKey, Job, JobStatus
-from ..models.job import MAX_CONCURRENCY_LIMIT
 from ..models.states import CLAIM_ORDER
 
 logger = logging.getLogger("django_dbjobs")
@@ -44,36 +43,38 @@ def admissible_keys(using: str, limit: int = KEYS_PER_PASS) -> list[str]:
 def admit_key(key: str, using: str) -> int:
     """Admit the due jobs of `key` its free slots allow, in claim order; return how many.
 
-    One short transaction, holding the key's lock row while it counts and admits.
+    One short transaction, holding the key's lock row while it counts and admits. A
+    key's first admission makes its lock row first, in a statement of its own: two
+    transactions inserting the same row and then locking it would deadlock on MySQL.
     """
+    for _ in range(2):
+        admitted = _admit_locked(key, using)
+        if admitted is not None:
+            return admitted
+        ConcurrencyKey.objects.using(using).bulk_create([ConcurrencyKey(key=key)], ignore_conflicts=True)
+    return 0  # deleted again at once by the retention pass: the next pass admits
+
+
+def _admit_locked(key: str, using: str) -> int | None:
+    """admit_key() under the key's lock row; None when the key has no lock row yet."""
     jobs = Job.objects.using(using)
-    locks = ConcurrencyKey.objects.using(using)
     with transaction.atomic(using=using):
-        if not locks.select_for_update().filter(key=key).exists():
-            locks.bulk_create([ConcurrencyKey(key=key)], ignore_conflicts=True)
-            if not locks.select_for_update().filter(key=key).exists():
-                return 0  # deleted meanwhile by the retention pass: the next pass admits
+        if not ConcurrencyKey.objects.using(using).select_for_update().filter(key=key).exists():
+            return None
         keyed = jobs.filter(concurrency_key=key)
         held = keyed.filter(status__in=[JobStatus.READY, JobStatus.RUNNING], blocked=Blocked.NONE).count()
         waiting = keyed.filter(status=JobStatus.READY, blocked=Blocked.CONCURRENCY, run_at__lte=Now())
-        first = waiting.order_by(*CLAIM_ORDER).values_list("concurrency_limit", flat=True)[:1]
-        limit = next(iter(first), None)
+        in_order = waiting.order_by(*CLAIM_ORDER)
+        limit = next(iter(in_order.values_list("concurrency_limit", flat=True)[:1]), None)
         if limit is None or held >= limit:
             return 0
-        picked = list(
-            waiting.order_by(*CLAIM_ORDER).values_list("pk", "concurrency_limit")[
-                : min(limit, MAX_CONCURRENCY_LIMIT)
-            ]
-        )
         admit = []
-        for pk, job_limit in picked:
-            if held >= (job_limit or 1):
+        for pk, job_limit in in_order.values_list("pk", "concurrency_limit")[: limit - held]:
+            if held >= job_limit:
                 break
             admit.append(pk)
             held += 1
-        if not admit:
-            return 0
-        return waiting.filter(pk__in=admit).update(blocked=Blocked.NONE)
+        return waiting.filter(pk__in=admit).update(blocked=Blocked.NONE) if admit else 0
 
 
 def admit(using: str, keys: list[str] | None = None) -> int:

@@ -1,0 +1,229 @@
+"""Concurrency limits per key (flow/keys.py, flow/admission.py): enqueue, admission, and real workers."""
+
+import collections
+import signal
+import threading
+import time
+
+import pytest
+from django.db import connections
+
+from django_dbjobs import enqueue, enqueue_many, prepare
+from django_dbjobs.exceptions import InvalidJob
+from django_dbjobs.flow import admission
+from django_dbjobs.models import Blocked, FailedJob, Job, JobStatus
+from django_dbjobs.testing import run_jobs as run_jobs_here
+from tests import jobs
+from tests.conftest import wait_for
+
+
+def ledger(path):
+    """{key: [(start, end)]} from keyed_span's lines, and the unkeyed starts."""
+    starts, spans, plain = {}, collections.defaultdict(list), []
+    for line in path.read_text().splitlines():
+        kind, key, n, at = line.split()[:4]
+        if key == "-":
+            plain.append(float(at))
+        elif kind == "start":
+            starts[key, n] = float(at)
+        else:
+            spans[key].append((starts.pop((key, n)), float(at)))
+    return spans, plain
+
+
+def most_at_once(spans):
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    running = top = 0
+    for _, change in events:  # an end sorts before a start at the same instant
+        running += change
+        top = max(top, running)
+    return top
+
+
+@pytest.mark.django_db
+def test_a_template_key_is_formatted_with_the_arguments_and_the_job_waits_for_a_slot():
+    job = enqueue(jobs.keyed_span, "a1", 7)
+    job.refresh_from_db()
+    assert (job.concurrency_key, job.concurrency_limit, job.blocked) == ("acct:a1", 2, Blocked.CONCURRENCY)
+    by_name = enqueue(jobs.keyed_span, kwargs={"account": "b2", "n": 1})
+    assert by_name.concurrency_key == "acct:b2"
+
+
+@pytest.mark.django_db
+def test_a_key_function_and_an_enqueue_override():
+    assert enqueue(jobs.keyed_by_function, 5).concurrency_key == "tenant-5"
+    assert enqueue(jobs.keyed_by_function, 5).concurrency_limit == 1  # the default limit
+    job = enqueue(jobs.keyed_span, "a1", 1, concurrency_key="override", concurrency_limit=4)
+    assert (job.concurrency_key, job.concurrency_limit) == ("override", 4)
+    plain = enqueue(jobs.add, 1, 2, concurrency_key="adhoc")
+    assert (plain.concurrency_key, plain.concurrency_limit) == ("adhoc", 1)
+    assert plain.blocked == Blocked.CONCURRENCY
+    assert enqueue(jobs.add, 1, 2).blocked == Blocked.NONE
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"concurrency_key": ""}, "concurrency_key must be a string of 1 to 200"),
+        ({"concurrency_key": "x" * 201}, "concurrency_key must be a string of 1 to 200"),
+        ({"concurrency_key": 5}, "concurrency_key must be a string"),
+        ({"concurrency_key": "k", "concurrency_limit": 0}, "concurrency_limit must be an integer from 1"),
+        ({"concurrency_key": "k", "concurrency_limit": True}, "concurrency_limit must be an integer"),
+        ({"concurrency_limit": 2}, "concurrency_limit needs a concurrency_key"),
+    ],
+)
+def test_bad_keys_and_limits_are_refused_and_nothing_is_written(options, message):
+    with pytest.raises(InvalidJob, match=message):
+        enqueue(jobs.add, 1, 2, **options)
+    assert not Job.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.filterwarnings("ignore::django_dbjobs.exceptions.UnimportedJobWarning")
+def test_a_template_that_does_not_fit_the_arguments_is_refused():
+    from django_dbjobs import job as job_decorator
+
+    @job_decorator(name="tests.keyed_missing", concurrency_key="x:{missing}")
+    def keyed_missing(a):
+        return a
+
+    with pytest.raises(InvalidJob, match=r"template 'x:\{missing\}' does not fit"):
+        enqueue(keyed_missing, 1)
+    assert not Job.objects.exists()
+
+
+def test_a_bad_key_option_is_refused_at_registration():
+    from django_dbjobs import job as job_decorator
+
+    with pytest.raises(InvalidJob, match="concurrency_key must be"):
+        job_decorator(name="tests.bad_key", concurrency_key=3)(lambda: None)
+    with pytest.raises(InvalidJob, match="concurrency_limit needs a concurrency_key"):
+        job_decorator(name="tests.bad_limit", concurrency_limit=3)(lambda: None)
+
+
+@pytest.mark.django_db
+def test_enqueue_many_and_prepare_give_each_job_its_own_key():
+    many = enqueue_many(jobs.keyed_span, [("a", 1), ("b", 2)])
+    assert [j.concurrency_key for j in many] == ["acct:a", "acct:b"]
+    assert prepare(jobs.keyed_span, "c", 3).concurrency_key == "acct:c"
+    assert set(Job.objects.values_list("blocked", flat=True)) == {Blocked.CONCURRENCY}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_admission_gives_a_key_its_limit_and_the_claim_skips_waiting_jobs():
+    keyed = [enqueue(jobs.keyed_span, "a", n) for n in range(5)]
+    plain = enqueue(jobs.add, 1, 1)
+    # Waiting jobs are not claimable: only the unkeyed one, behind them in claim order.
+    claimed = Job.objects.claim("w1", limit=10)
+    assert [j.pk for j in claimed] == [plain.pk]
+    assert admission.admit("default") == 2
+    assert admission.admit("default") == 0  # the key is at its limit
+    claimed = Job.objects.claim("w1", limit=10)
+    assert sorted(j.pk for j in claimed) == sorted(j.pk for j in keyed[:2])  # in claim order
+    assert admission.admit("default") == 0  # running jobs hold the slots
+    claimed[0].mark_succeeded("w1", 0)
+    assert admission.admit("default") == 1
+    assert Job.objects.filter(blocked=Blocked.NONE, status=JobStatus.READY).get().pk == keyed[2].pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_a_release_and_a_dead_letter_retry_give_the_slot_back():
+    first, second = enqueue(jobs.keyed_span, "a", 1), enqueue(jobs.keyed_span, "a", 2)
+    enqueue(jobs.keyed_span, "a", 3)
+    admission.admit("default")
+    job_a, job_b = Job.objects.claim("w1", limit=2)
+    assert job_a.mark_for_retry("w1", {"summary": "x"}, delay=3600)  # waits an hour: holds no slot
+    assert Job.objects.get(pk=job_a.pk).blocked == Blocked.CONCURRENCY
+    assert Job.objects.release_all("w1", [job_b]) == 1
+    assert Job.objects.get(pk=job_b.pk).blocked == Blocked.CONCURRENCY
+    assert admission.admit("default") == 2  # job_b and the third: job_a is not due
+    Job.objects.filter(pk=first.pk).update(status=JobStatus.FAILED, blocked=Blocked.NONE)
+    FailedJob.objects.filter(pk=first.pk).retry_all()
+    assert Job.objects.get(pk=first.pk).blocked == Blocked.CONCURRENCY
+    assert second.pk in {job_a.pk, job_b.pk}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_testing_run_jobs_runs_keyed_jobs(record_file):
+    for n in range(3):
+        enqueue(jobs.keyed_span, "a", n, 0)
+    assert [j.status for j in run_jobs_here()] == [JobStatus.SUCCESSFUL] * 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_admissions_racing_on_their_own_connections_never_exceed_the_limit():
+    for n in range(40):
+        enqueue(jobs.keyed_span, "race", n)
+    Job.objects.update(concurrency_limit=3)
+    barrier, admitted, errors = threading.Barrier(4), [], []
+
+    def admit():
+        try:
+            barrier.wait()
+            for _ in range(5):
+                admitted.append(admission.admit_key("acct:race", "default"))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=admit) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert sum(admitted) == 3
+    assert Job.objects.filter(blocked=Blocked.NONE).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_three_workers_never_run_more_than_the_limit_of_a_key(run_jobs, record_file):
+    for n in range(200):
+        enqueue(jobs.keyed_span, f"k{n % 5}", n, 0.05)
+    for n in range(20):
+        enqueue(jobs.unkeyed_span, n)
+    workers = [run_jobs("--concurrency", "4") for _ in range(3)]
+    finished = wait_for(lambda: not Job.objects.exclude(status=JobStatus.SUCCESSFUL).exists(), timeout=120)
+    for worker in workers:
+        worker.signal(signal.SIGTERM)
+    for worker in workers:
+        assert worker.wait() == 0, worker.output()
+    assert finished, Job.objects.exclude(status=JobStatus.SUCCESSFUL).values_list("status", "blocked")[:10]
+    spans, plain = ledger(record_file)
+    assert sorted(spans) == [f"k{n}" for n in range(5)]
+    assert sum(len(s) for s in spans.values()) == 200  # every job ran, once
+    assert max(most_at_once(s) for s in spans.values()) == 2  # the limit, reached and never passed
+    assert len(plain) == 20
+    keyed_starts = sorted(start for s in spans.values() for start, _ in s)
+    # The 200 keyed jobs take at least 200 * 0.05 / 10 = 1 s; the unkeyed ones behind them
+    # in claim order are not held up by them.
+    assert max(plain) < keyed_starts[0] + 1.0, (max(plain) - keyed_starts[0], keyed_starts[-1])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_worker_gives_its_slots_back_within_the_lease_bound(run_jobs, record_file, settings):
+    for n in range(2):
+        enqueue(jobs.keyed_hold_first_attempt, "a", n)
+    for n in range(2, 4):
+        enqueue(jobs.keyed_hold_first_attempt, "a", n, 0)
+    holder = run_jobs("--concurrency", "4")
+    assert wait_for(lambda: Job.objects.filter(status=JobStatus.RUNNING).count() == 2, timeout=20)
+    time.sleep(0.5)  # the holder would start no third job of the key
+    assert Job.objects.filter(status=JobStatus.RUNNING).count() == 2
+    holder.process.send_signal(signal.SIGKILL)
+    holder.wait()
+    killed_at = time.time()
+    other = run_jobs("--concurrency", "4")
+    done = wait_for(lambda: not Job.objects.exclude(status=JobStatus.SUCCESSFUL).exists(), timeout=30)
+    states = list(Job.objects.values_list("status", "blocked", "isolation", "attempts", "worker"))
+    assert done, (states, record_file.read_text())
+    other.signal(signal.SIGTERM)
+    assert other.wait() == 0, other.output()
+    starts = [float(line.split()[3]) for line in record_file.read_text().splitlines()]
+    later = [at for at in starts if at > killed_at]
+    bound = settings.DBJOBS_HEARTBEAT_TIMEOUT + settings.DBJOBS_SWEEP_INTERVAL
+    # Started within the lease bound (and the new worker's start-up), at most two at a time.
+    assert later and min(later) - killed_at < bound + 3.0, (min(later) - killed_at, bound)
+    assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 4

@@ -12,6 +12,7 @@ from . import db
 from .conf import DEFAULTS, settings
 from .db import migration_history
 from .enqueuing import validation
+from .flow import rates
 from .models.job import MAX_PRIORITY, MIN_PRIORITY
 from .operations import retention
 
@@ -224,6 +225,10 @@ def check_settings(app_configs=None, **kwargs):
                 id="dbjobs.W002",
             )
         )
+    errors.extend(
+        checks.Error(problem, hint="For example: {'emails': {'rate': '100/m'}}.", id="dbjobs.E031")
+        for problem in rates.setting_problems(settings.QUEUE_LIMITS)
+    )
     errors.extend(unknown_setting_warnings())
     errors.extend(sqlite_warnings(connections.settings))
     return errors

@@ -74,6 +74,9 @@ DEFAULTS = {
     # Dotted path of a function taking that dict and returning a context manager, entered
     # around the job's run; None: nothing to restore beyond language and timezone.
     "CONTEXT_RESTORE": None,
+    # Limits per queue, shared by every worker: {"emails": {"rate": "100/m"}} starts at most
+    # 100 jobs of the queue in any minute (docs/flow-control.rst).
+    "QUEUE_LIMITS": {},
     # PostgreSQL: commit claims without waiting for the WAL flush (faster wake-ups; a
     # crash of the database server can lose a claim made just before it: reliability.rst).
     "ASYNC_CLAIM_COMMIT": False,

@@ -381,3 +381,9 @@ def keyed_hold_first_attempt(account, n, seconds=60):
 @job(concurrency_key=lambda tenant, **kwargs: f"tenant-{tenant}")
 def keyed_by_function(tenant, **kwargs):
     return tenant
+
+
+@job(queue="rated")
+def rated_start(n):
+    record(f"rated - {n} {time.time():.6f}")
+    return n

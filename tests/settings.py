@@ -134,3 +134,8 @@ if os.environ.get("DBJOBS_TEST_STUCK_AFTER"):
     import django_dbjobs.worker.timeouts as _timeouts
 
     _timeouts.STUCK_AFTER = float(os.environ["DBJOBS_TEST_STUCK_AFTER"])
+# DBJOBS_TEST_QUEUE_LIMITS=<JSON>: this worker's DBJOBS_QUEUE_LIMITS.
+if os.environ.get("DBJOBS_TEST_QUEUE_LIMITS"):
+    import json
+
+    DBJOBS_QUEUE_LIMITS = json.loads(os.environ["DBJOBS_TEST_QUEUE_LIMITS"])

@@ -168,6 +168,20 @@ class Job(models.Model):
         return f"{self.name} ({self.id})"
 
     @property
+    def cancel_requested(self) -> bool:
+        """Whether this job was asked to stop: ``current_job().cancel_requested`` in a running job.
+
+        A running job learns of it within about a second (its worker checks); a job that
+        prefers to stop by itself (``@job(interruptible=False)``) reads this and raises
+        JobCancelled, or returns.
+        """
+        return self.cancel_requested_at is not None or self.__dict__.get("_cancel_requested", False)
+
+    def request_cancel(self) -> None:
+        """Tell this running job, in its worker's memory, that its cancellation was requested."""
+        self._cancel_requested = True
+
+    @property
     def is_finished(self) -> bool:
         return self.status in (JobStatus.SUCCESSFUL, JobStatus.FAILED)
 

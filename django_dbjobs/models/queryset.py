@@ -111,11 +111,25 @@ class JobQuerySet(models.QuerySet):
         return self.query.get_compiler(using).as_sql() != plain.query.get_compiler(using).as_sql()
 
     def cancel(self, batch_size: int = BATCH_SIZE) -> int:
-        """Delete the READY jobs among these, `batch_size` at a time; return how many.
+        """Cancel these jobs: delete the READY ones, ask the RUNNING ones to stop; return how many.
 
-        A job a worker claimed meanwhile, or one that finished, is never deleted.
+        READY jobs are deleted `batch_size` at a time; a job a worker claimed meanwhile,
+        or one that finished, is never deleted. A RUNNING job's worker interrupts it within
+        about a second and records it FAILED with JobCancelled, never retried
+        (request_cancel()); one that finishes first keeps its outcome.
         """
-        return self.using(self._write_db()).ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
+        using = self._write_db()
+        deleted = self.using(using).ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
+        return deleted + self.using(using).request_cancel()
+
+    def request_cancel(self) -> int:
+        """Ask these RUNNING jobs to stop (fenced on RUNNING, once each); return how many were asked."""
+        asked = self.using(self._write_db()).running().filter(cancel_requested_at__isnull=True)
+        return asked.update(cancel_requested_at=Now())
+
+    def cancel_requested(self) -> JobQuerySet:
+        """Jobs asked to stop that have not stopped yet."""
+        return self.filter(status__in=[JobStatus.READY, JobStatus.RUNNING], cancel_requested_at__isnull=False)
 
     def _delete_in_batches(self, status: str, batch_size: int) -> tuple[int, int]:
         """Delete these rows if still `status`, a batch at a time; return (deleted, skipped).

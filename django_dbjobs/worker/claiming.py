@@ -8,6 +8,7 @@ import time
 
 from ..db.outage import Outage
 from ..exceptions import MissingMigrations
+from ..flow.rates import Rate, RateLimitedClaims, queue_rates
 from ..models import Job
 from ..models.queryset import claim
 from .acks import SuccessBatch
@@ -25,6 +26,23 @@ logger = logging.getLogger("django_dbjobs")
 #: wake-ups (another process's enqueue into the paused queue) must not repeat that walk
 #: many times a second. Other queues' new jobs may wait this long.
 PAUSED_CLAIM_GAP = 0.2
+
+
+class RatedQueues:
+    """The rate-limited queues (DBJOBS_QUEUE_LIMITS) a worker serves, and its claims from them."""
+
+    def __init__(self, identity: Identity):
+        self.served = set(identity.queues)  # empty: every queue
+        self.claims = RateLimitedClaims(identity.id, identity.using)
+
+    def all_queues(self) -> frozenset[str]:
+        return frozenset(queue_rates())
+
+    @property
+    def queues(self) -> dict[str, Rate]:
+        """The rate-limited queues this worker claims from, with their rates."""
+        rates = queue_rates()
+        return {q: r for q, r in rates.items() if not self.served or q in self.served}
 
 
 class Claimer:
@@ -66,6 +84,7 @@ class Claimer:
         self.in_doubt = False
         self.claimed = 0
         self.paused = PausedQueues(identity.id, identity.using, list(identity.queues))
+        self.rated = RatedQueues(identity)
         self._came_empty_at = float("-inf")
         #: The last claim found fewer due jobs than it asked for.
         self.came_short = False
@@ -98,6 +117,14 @@ class Claimer:
             self.in_doubt = True
             return None
         self.came_short = len(jobs) < free
+        if self.came_short and self.rated.queues:
+            # Rate-limited queues are claimed apart, for free threads only (never prefetched:
+            # a start must follow its claim closely).
+            threads_free = self.concurrency - len(self.held) - len(jobs)
+            rated = self._guarded(lambda: self.claim_rated(threads_free), "claiming rate-limited jobs")
+            if rated is None:
+                self.in_doubt = True  # it may have committed all the same: see release_unheld()
+            jobs = [*jobs, *(rated or [])]
         if not jobs:
             self._came_empty_at = time.monotonic()
         was_idle = not self.held
@@ -117,11 +144,23 @@ class Claimer:
     def claim(self, limit: int) -> list[Job]:
         worker = self.identity
         waiting = self.held.alone is None  # one job that must run alone at a time
-        paused = self.paused.current()
+        paused = self.paused.current() | self.rated.all_queues()  # those are claimed apart
         using = worker.using
         return claim(
             Job, lambda: Job.objects.using(using), using, worker.id, limit, worker.queues, waiting, paused
         )
+
+    def claim_rated(self, limit: int) -> list[Job]:
+        """Claim from the rate-limited queues this worker serves, within their rates."""
+        jobs: list[Job] = []
+        paused = self.paused.names
+        for queue, rate in self.rated.queues.items():
+            if limit - len(jobs) <= 0:
+                break
+            if queue not in paused:
+                waiting = self.held.alone is None and not any(j.isolation for j in jobs)
+                jobs += self.rated.claims.claim(queue, rate, limit - len(jobs), waiting)
+        return jobs
 
     def _guarded(self, action, what: str):
         """Run `action` once through the outage policy; any other error is logged, never fatal."""

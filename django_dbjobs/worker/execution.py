@@ -15,7 +15,7 @@ from ..conf import settings
 from ..context import running
 from ..db.outage import Outage
 from ..enqueuing import enqueuer_context, validation
-from ..exceptions import MissingMigrations, UnknownJob
+from ..exceptions import JobCancelled, MissingMigrations, UnknownJob
 from ..models import Isolation, Job, JobStatus
 from ..operations import unknown_jobs
 from ..registry.registered import RegisteredJob
@@ -52,6 +52,9 @@ def run(
     database error it raises leaves the transaction usable for storing its failure.
     """
     outage = outage or Outage(job._state.db)
+    if job.cancel_requested:  # asked to stop before it started: it never runs
+        cancelled = JobCancelled("the job was cancelled before it started")
+        return record_failure(job, worker, cancelled, registry.lookup(job.name), outage)
     try:
         registered = registry.get(job.name)
     except UnknownJob as exc:
@@ -78,15 +81,15 @@ def _run(
         return None
     failure: BaseException | None = restored
     timeout = registered.options.timeout or settings.DEFAULT_TIMEOUT
-    armed = timeouts.Armed.for_job(job, timeout, registered.is_async) if timeout else None
+    # Armed with or without a deadline: a cancel request interrupts it like a timeout.
+    armed = timeouts.Armed.for_job(job, timeout, registered.is_async, registered.options.interruptible)
     returned = False
     if failure is None:
         with running(job):
             try:
                 send(job_started, job=job)
                 logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
-                if armed is not None:
-                    timeouts.arm(armed)
+                timeouts.arm(armed)
                 try:
                     # Two plain calls, not a nullcontext(): its Python __exit__ would be one more
                     # place for a timeout interruption to land after the job returned.
@@ -97,16 +100,14 @@ def _run(
                         result = async_jobs.call(registered, job)
                     returned = True
                 finally:
-                    if armed is not None:
-                        timeouts.disarm(armed)
+                    timeouts.disarm(armed)
             except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
                 failure = exc
-        if armed is not None:
-            # Again: the one interruption may have landed on the way into the first disarm(),
-            # and has been delivered now, so this call cannot be interrupted.
-            timeouts.disarm(armed)
-            if armed.interrupted_at is not None:
-                failure = timeouts.outcome(armed, failure, returned)
+        # Again: the one interruption may have landed on the way into the first disarm(),
+        # and has been delivered now, so this call cannot be interrupted.
+        timeouts.disarm(armed)
+        if armed.interrupted_at is not None:
+            failure = timeouts.outcome(armed, failure, returned)
     if failure is None:
         try:
             result = validation.return_value(result, db.rejects_nul(job._state.db))
@@ -126,9 +127,10 @@ def record_failure(
 ) -> str | None:
     """Store a failed attempt: a retry after backoff (at least `min_delay`), or the dead letters."""
     error = error_record(failure, job, worker)
-    if job.attempts >= job.max_attempts:
+    if job.attempts >= job.max_attempts or isinstance(failure, JobCancelled):  # a cancel is final
         return _dead_letter(job, worker, error, outage, failure)
-    delay = max(RetryPolicy.for_job(registered.options.backoff).delay(job.attempts), min_delay)
+    backoff = registered.options.backoff if registered is not None else None
+    delay = max(RetryPolicy.for_job(backoff).delay(job.attempts), min_delay)
     logger.warning(
         "Job will retry id=%s name=%s attempt=%s delay=%.1fs error=%s",
         job.pk,

@@ -99,7 +99,10 @@ class Worker:
         wakeup.subscribe(self._wake)
         timeouts.subscribe(self._wake)
         paused = self.claimer.paused
-        self._waiter = idle_wait.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
+        rated = self.claimer.rated  # claimed apart, within their rates: a backlog there is no news
+        self._waiter = idle_wait.IdleWaiter(
+            self.using, self._wake, self.queues, lambda: paused.served | rated.all_queues()
+        )
         try:
             startup.start(
                 self.parts,
@@ -162,6 +165,7 @@ class Worker:
                 self._scheduler.fire_if_due()
             self._pruner.prune_if_due()
             timeouts.enforce(self._job_stuck)
+            self.parts.cancels.check_if_due()
             if supervisor.gone(self._parent) and not self._stopping:
                 logger.warning("Worker's supervisor is gone id=%s: stopping", self.id)
                 self.stop()
@@ -206,6 +210,7 @@ class Worker:
                 # an idle worker's wake-up waits for nothing but its claim. New jobs may
                 # be waiting for a concurrency slot: the next turn admits them.
                 self.admitter.look_now()
+                self.claimer.rated.claims.woken()
                 self.claimer.claim_free_slots()
                 self._drained = self.claimer.came_short
 

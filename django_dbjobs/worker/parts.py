@@ -15,6 +15,7 @@ from ..flow.admission import Admitter
 from ..models import Job
 from . import timeouts
 from .acks import SuccessBatch
+from .cancels import CancelWatch
 from .claiming import Claimer
 from .held import HeldJobs
 from .identity import DatabaseErrors, Identity
@@ -40,6 +41,7 @@ class Parts:
     threads: JobThreads
     claimer: Claimer
     admitter: Admitter
+    cancels: CancelWatch
 
 
 def assemble(
@@ -87,6 +89,19 @@ def assemble(
         poll_interval=poll_interval,
     )
     admitter = Admitter(identity.using, outage)
+    cancels = CancelWatch(identity, held, outage)
     return Parts(
-        identity, wake, forced, errors, held, prefetch, outage, lease, acks, threads, claimer, admitter
+        identity,
+        wake,
+        forced,
+        errors,
+        held,
+        prefetch,
+        outage,
+        lease,
+        acks,
+        threads,
+        claimer,
+        admitter,
+        cancels,
     )

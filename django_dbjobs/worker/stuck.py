@@ -1,4 +1,4 @@
-"""A job past its timeout that would not stop (blocked in C code): recorded, and its process ended.
+"""A job timed out or cancelled that would not stop (blocked in C code): recorded, its process ended.
 
 A thread cannot be killed. When timeouts.enforce() finds a job still running
 timeouts.STUCK_AFTER seconds after it was interrupted, the worker's loop records the
@@ -17,7 +17,7 @@ import logging
 from .. import registry
 from ..db.outage import Outage
 from ..enqueuing import enqueuer_context
-from ..exceptions import JobTimeout
+from ..exceptions import JobCancelled, JobTimeout
 from . import execution, timeouts
 from .held import HeldJobs
 
@@ -34,14 +34,21 @@ def record(armed, worker: str, outage: Outage, min_delay: float) -> bool:
     """
     job = armed.job
     registered = registry.lookup(job.name)
-    failure = JobTimeout(
-        f"the job ran longer than its timeout of {armed.seconds:g}s and could not be interrupted "
-        "(blocked outside Python); its worker process was ended"
-    )
+    if timeouts.interrupted_for_cancel(armed):
+        failure = JobCancelled(
+            "the job was cancelled and could not be interrupted (blocked outside Python); "
+            "its worker process was ended"
+        )
+    else:
+        failure = JobTimeout(
+            f"the job ran longer than its timeout of {armed.seconds:g}s and could not be interrupted "
+            "(blocked outside Python); its worker process was ended"
+        )
     with enqueuer_context.restoring_safely(job.context):
         status = execution.record_failure(job, worker, failure, registered, outage, min_delay=min_delay)
     logger.error(
-        "Job ran past its timeout and cannot be interrupted id=%s name=%s timeout=%ss: %s",
+        "Job %s and cannot be interrupted id=%s name=%s timeout=%ss: %s",
+        "was cancelled" if timeouts.interrupted_for_cancel(armed) else "ran past its timeout",
         job.pk,
         job.name,
         armed.seconds,

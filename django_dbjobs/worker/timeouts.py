@@ -1,6 +1,6 @@
-"""Job timeouts: ``@job(timeout=seconds)`` and DBJOBS_DEFAULT_TIMEOUT.
+"""Interrupting running jobs: timeouts (``@job(timeout=seconds)``, DBJOBS_DEFAULT_TIMEOUT) and cancels.
 
-A job thread arms a deadline around the job's function (arm() and disarm(), in
+A job thread arms a deadline (none without a timeout) around the job's function (arm() and disarm(), in
 execution._run); the worker's loop
 (enforce(), on every pass) interrupts a job past it. A thread is interrupted by raising
 JobTimeout in it (``PyThreadState_SetAsyncExc``): that lands between two Python
@@ -9,9 +9,10 @@ read without a timeout, ``time.sleep()``) only when it returns to Python. An asy
 interrupted by cancelling its task. A job still running STUCK_AFTER seconds after it was
 interrupted is stuck outside Python: no thread can be killed, so the worker records the
 timeout and ends its process (stuck.py; its supervisor starts another; the process's
-other jobs finish within the grace or are given back).
+other jobs finish within the grace or are given back). A cancel request (cancel()) interrupts
+a job the same way, with JobCancelled, whatever its deadline.
 
-JobTimeout derives from BaseException, like KeyboardInterrupt: ``except Exception`` in a
+JobTimeout and JobCancelled derive from BaseException, like KeyboardInterrupt: ``except Exception`` in a
 job does not swallow it. Like any asynchronous exception it can land anywhere in the job's
 Python code, in a library's too: code that takes a lock and is interrupted before its
 ``try`` keeps it (see the worker docs).
@@ -28,27 +29,36 @@ from dataclasses import dataclass
 
 from django.db import connections
 
-from ..exceptions import JobTimeout
+from ..exceptions import JobCancelled, JobInterrupted, JobTimeout
 from . import async_jobs
 
 #: Seconds after the interruption before a job that is still running counts as stuck.
 STUCK_AFTER = 5.0
 
 
+#: Why a job was interrupted.
+TIMEOUT, CANCEL = "timeout", "cancel"
+
+
 @dataclass
 class Armed:
     job: object
     thread: int
-    seconds: float
+    #: The timeout; None: no deadline (the job can still be cancelled).
+    seconds: float | None
     deadline: float
     is_async: bool = False
     interrupted_at: float | None = None
     stuck: bool = False
+    #: TIMEOUT or CANCEL, once interrupted.
+    reason: str | None = None
+    #: False: a cancel request only sets the job's flag (@job(interruptible=False)).
+    interruptible: bool = True
 
     @classmethod
-    def for_job(cls, job, seconds: float, is_async: bool = False) -> Armed:
-        """A deadline for the job about to run on this thread; arm() starts it."""
-        return cls(job, threading.get_ident(), seconds, 0.0, is_async)
+    def for_job(cls, job, seconds: float | None, is_async: bool = False, interruptible: bool = True) -> Armed:
+        """A deadline (or none) for the job about to run on this thread; arm() starts it."""
+        return cls(job, threading.get_ident(), seconds, 0.0, is_async, interruptible=interruptible)
 
 
 _armed: dict[int, Armed] = {}  # by thread ident
@@ -78,9 +88,11 @@ def looks_at(event: threading.Event, when: float) -> None:
 
 def arm(armed: Armed) -> None:
     """Start the deadline; disarm() it after the run (both in execution._run)."""
-    armed.deadline = time.monotonic() + armed.seconds
+    armed.deadline = time.monotonic() + armed.seconds if armed.seconds else float("inf")
     with _lock:
         _armed[armed.thread] = armed
+        if armed.seconds is None:
+            return
         late = [event for event, when in _loops.items() if when > armed.deadline]
     for event in late:
         event.set()
@@ -102,7 +114,7 @@ def disarm(armed: Armed) -> None:
                     ctypes.c_ulong(armed.thread), ctypes.c_void_p(None)
                 )
             return
-        except JobTimeout:
+        except JobInterrupted:
             continue
 
 
@@ -113,10 +125,14 @@ def outcome(armed: Armed, failure: BaseException | None, returned: bool) -> Base
     Otherwise the failure is a JobTimeout with a message, and the traceback of where the
     job was when it was interrupted.
     """
-    if returned and isinstance(failure, JobTimeout | type(None)):
+    if returned and isinstance(failure, JobInterrupted | type(None)):
         return None
     if not returned:
         _reset_connections()  # whatever the job made of the interruption, it may have hit one
+    if armed.reason == CANCEL:
+        # Whatever it raised on the way out: it stopped because it was asked to, and is not retried.
+        cancelled = JobCancelled("the job was cancelled while it ran and was interrupted")
+        return cancelled.with_traceback(getattr(failure, "__traceback__", None))
     if isinstance(failure, JobTimeout | asyncio.CancelledError):
         message = f"the job ran longer than its timeout of {armed.seconds:g}s and was interrupted"
         return JobTimeout(message).with_traceback(failure.__traceback__)
@@ -145,7 +161,8 @@ def due_in() -> float | None:
         times = [
             a.deadline if a.interrupted_at is None else a.interrupted_at + STUCK_AFTER
             for a in _armed.values()
-            if not a.stuck  # reported already: nothing more to do for it
+            # Reported already, or no deadline: nothing to do for it.
+            if not a.stuck and (a.seconds is not None or a.interrupted_at is not None)
         ]
     return max(min(times) - now, 0.0) if times else None
 
@@ -157,14 +174,7 @@ def enforce(on_stuck: Callable[[Armed], None]) -> None:
     with _lock:
         for armed in _armed.values():
             if armed.interrupted_at is None and now >= armed.deadline:
-                armed.interrupted_at = now
-                if armed.is_async:
-                    if not async_jobs.cancel(armed.job.pk):
-                        armed.interrupted_at = None  # its task has not started yet: next pass
-                else:
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                        ctypes.c_ulong(armed.thread), ctypes.py_object(JobTimeout)
-                    )
+                _interrupt(armed, TIMEOUT, now)
             elif (
                 armed.interrupted_at is not None
                 and not armed.stuck
@@ -174,3 +184,33 @@ def enforce(on_stuck: Callable[[Armed], None]) -> None:
                 stuck.append(armed)
     for armed in stuck:
         on_stuck(armed)
+
+
+def _interrupt(armed: Armed, reason: str, now: float) -> None:
+    """Raise the interruption in the job's thread, or cancel its task (under _lock)."""
+    armed.interrupted_at, armed.reason = now, reason
+    if armed.is_async:
+        if not async_jobs.cancel(armed.job.pk):
+            armed.interrupted_at = armed.reason = None  # its task has not started yet: next pass
+    else:
+        error = JobCancelled if reason == CANCEL else JobTimeout
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(armed.thread), ctypes.py_object(error))
+
+
+def cancel(job_pk: str) -> bool:
+    """Interrupt the running job `job_pk` because its cancellation was requested.
+
+    False when it is not running here (not started yet, or done), or not interruptible, or
+    its task has not started (the caller tries again). A job interrupted already (its
+    timeout) is left to that interruption.
+    """
+    with _lock:
+        for armed in _armed.values():
+            if armed.job.pk == job_pk and armed.interruptible and armed.interrupted_at is None:
+                _interrupt(armed, CANCEL, time.monotonic())
+                return armed.interrupted_at is not None
+    return False
+
+
+def interrupted_for_cancel(armed: Armed) -> bool:
+    return armed.reason == CANCEL

@@ -1,0 +1,67 @@
+"""CancelWatch: a worker learns which of its jobs were asked to stop, and interrupts them.
+
+One indexed query a second while the worker holds jobs (its RUNNING jobs with a
+cancel request, on the running-jobs index), never a query per job. A job not started
+yet is flagged and recorded cancelled instead of running (execution.run()); a running
+one is interrupted like a timeout (timeouts.cancel()), or only flagged when it is not
+interruptible (``current_job().cancel_requested``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..db.outage import Outage
+from ..exceptions import MissingMigrations
+from ..models import Job
+from . import timeouts
+from .held import HeldJobs
+from .identity import Identity
+
+logger = logging.getLogger("django_dbjobs")
+
+#: Seconds between a worker's looks for cancel requests: a running job stops within about this.
+CHECK_INTERVAL = 1.0
+
+
+class CancelWatch:
+    def __init__(self, identity: Identity, held: HeldJobs, outage: Outage):
+        self.identity = identity
+        self.held = held
+        self.outage = outage
+        self._next = 0.0
+        self._interrupted: set[str] = set()
+
+    def check_if_due(self) -> None:
+        """Look for cancel requests when a check is due and jobs are held; act on them."""
+        now = time.monotonic()
+        if now < self._next or not len(self.held):
+            return
+        self._next = now + CHECK_INTERVAL
+        worker = self.identity
+        asked = Job.objects.using(worker.using).owned_by(worker.id).filter(cancel_requested_at__isnull=False)
+        try:
+            requested = self.outage.call(
+                lambda: set(asked.values_list("pk", flat=True)), "checking for cancel requests", once=True
+            )
+        except MissingMigrations:
+            raise
+        except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
+            logger.exception("Unexpected error while checking for cancel requests id=%s", worker.id)
+            return
+        self._interrupted &= requested or set()
+        if not requested:
+            return
+        for job in self.held.all():
+            if job.pk not in requested or job.pk in self._interrupted:
+                continue
+            if not job.cancel_requested:
+                job.request_cancel()
+                logger.info("Job cancel requested id=%s name=%s", job.pk, job.name)
+            if timeouts.cancel(job.pk):
+                self._interrupted.add(job.pk)
+                logger.info("Job interrupted: cancelled id=%s name=%s", job.pk, job.name)
+
+    def due_in(self) -> float:
+        return max(self._next - time.monotonic(), 0.0)

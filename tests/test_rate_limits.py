@@ -1,0 +1,110 @@
+"""Rate limits per queue (flow/rates.py): the setting, the slots, and real workers over a minute."""
+
+import signal
+import threading
+import time
+
+import pytest
+from django.core import checks
+from django.db import connections
+
+from django_dbjobs import enqueue
+from django_dbjobs.flow.rates import Rate, RateLimitedClaims, setting_problems, slots_in_use
+from django_dbjobs.models import Job, JobStatus, RateSlot
+from tests import jobs
+
+
+@pytest.mark.parametrize(
+    ("text", "count", "period"),
+    [
+        ("100/m", 100, 60),
+        ("20/10s", 20, 10),
+        ("1/2.5s", 1, 2.5),
+        ("5000/h", 5000, 3600),
+        (" 3 / d ", 3, 86400),
+    ],
+)
+def test_a_rate_is_read_as_starts_per_period(text, count, period):
+    assert Rate.parse(text) == Rate(count, period)
+
+
+@pytest.mark.parametrize("text", ["100", "100/", "0/m", "10/0s", "100/w", "-1/m", 100, None, "10001/s"])
+def test_a_malformed_rate_is_refused(text):
+    with pytest.raises(ValueError, match="rate must"):
+        Rate.parse(text)
+
+
+def test_the_check_names_each_problem_of_the_setting(settings):
+    assert setting_problems({"emails": {"rate": "100/m"}}) == []
+    assert setting_problems([]) == ["DBJOBS_QUEUE_LIMITS must be a dict of queue names to limits, not []."]
+    problems = setting_problems({"bad name": {"rate": "1/s"}, "a": {"rate": "x"}, "b": {"burst": 3}})
+    assert len(problems) == 3 and "'bad name' is not a queue name" in problems[0]
+    settings.DBJOBS_QUEUE_LIMITS = {"emails": {"rate": "often"}}
+    found = [e for e in checks.run_checks() if e.id == "dbjobs.E031"]
+    assert len(found) == 1 and "DBJOBS_QUEUE_LIMITS['emails']: rate must look like" in found[0].msg
+
+
+@pytest.mark.django_db(transaction=True)
+def test_claims_on_their_own_connections_take_no_more_than_the_rate():
+    for n in range(30):
+        enqueue(jobs.rated_start, n)
+    rate, taken, errors = Rate(7, 60), [], []
+    barrier = threading.Barrier(3)
+
+    def claim(worker):
+        claims = RateLimitedClaims(worker, "default")
+        try:
+            barrier.wait()
+            for _ in range(4):
+                taken.extend(claims.claim("rated", rate, 3, include_waiting=True))
+                claims._next_try.clear()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claim, args=(f"w{n}",)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(taken) == 7 and len({j.pk for j in taken}) == 7
+    assert Job.objects.filter(status=JobStatus.RUNNING).count() == 7
+    assert slots_in_use("rated", rate, "default") == 7
+    assert RateSlot.objects.filter(queue="rated").count() == 7
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_stamps_only_the_slots_it_used():
+    enqueue(jobs.rated_start, 1)
+    claims = RateLimitedClaims("w1", "default")
+    assert len(claims.claim("rated", Rate(5, 60), 3, include_waiting=True)) == 1
+    assert slots_in_use("rated", Rate(5, 60), "default") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_three_workers_never_start_more_than_the_rate_in_any_window(run_jobs, record_file):
+    """20 starts per 10 s, 3 workers, 60 s: no 10 s window of the job starts holds more than 20."""
+    for n in range(150):
+        enqueue(jobs.rated_start, n)
+    for n in range(10):
+        enqueue(jobs.unkeyed_span, n)  # another queue: not held up by the rate
+    env = {"DBJOBS_TEST_QUEUE_LIMITS": '{"rated": {"rate": "20/10s"}}'}
+    began = time.time()
+    workers = [run_jobs("--concurrency", "2", env=env) for _ in range(3)]
+    time.sleep(60)
+    for worker in workers:
+        worker.signal(signal.SIGTERM)
+    for worker in workers:
+        assert worker.wait() == 0, worker.output()
+    lines = [line.split() for line in record_file.read_text().splitlines()]
+    rated = sorted(float(at) for kind, _, _, at in lines if kind == "rated")
+    unkeyed = Job.objects.filter(name="tests.jobs.unkeyed_span")
+    assert unkeyed.filter(status=JobStatus.SUCCESSFUL).count() == 10
+    rated_jobs = Job.objects.filter(name="tests.jobs.rated_start")
+    started = rated_jobs.filter(status=JobStatus.SUCCESSFUL).count()
+    windows = [sum(1 for t in rated if start <= t < start + 10) for start in rated]
+    assert max(windows) <= 20, max(windows)
+    # The rate is used, not only respected: 60 s hold six full windows of 20.
+    assert started >= 100, (started, rated[0] - began)

@@ -387,3 +387,37 @@ def keyed_by_function(tenant, **kwargs):
 def rated_start(n):
     record(f"rated - {n} {time.time():.6f}")
     return n
+
+
+@job(max_attempts=3)
+def runs_in_python(seconds, value):
+    """Record `started:<value>`, then run Python code (short sleeps) for `seconds`."""
+    record(f"started:{value}")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    record(value)
+    return value
+
+
+@job(max_attempts=3)
+def sleeps_in_c_untimed(seconds, value):
+    """Record `started:<value>`, then block in one C call (time.sleep) for `seconds`."""
+    record(f"started:{value}")
+    time.sleep(seconds)
+    record(value)
+
+
+@job(max_attempts=3, interruptible=False)
+def stops_by_itself(seconds, value):
+    """Not interruptible: checks current_job().cancel_requested and stops as cancelled."""
+    from django_dbjobs.exceptions import JobCancelled
+
+    record(f"started:{value}")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if current_job().cancel_requested:
+            record(f"saw:{value}")
+            raise JobCancelled("stopped at the request")
+        time.sleep(0.01)
+    return value

@@ -301,3 +301,30 @@ def test_detail_page_shows_the_enqueuers_context_masked():
     assert "tok-SECRET-9" not in page and '"api_token": "' in page  # masked
     plain = Job.objects.create(name="tests.jobs.echo")
     assert "req-42" not in text(client.get(f"{LIST}{plain.pk}/change/"))
+
+
+def test_stop_asks_running_jobs_to_stop_with_the_change_permission_and_logs_it(caplog):
+    ready = Job.objects.create(name="tests.jobs.add", args=[1, 2])
+    running = Job.objects.create(name="tests.jobs.add", args=[1, 2], status=JobStatus.RUNNING, worker="w")
+    viewer = staff("viewer", "django_dbjobs.view_job")
+    page = text(viewer.get(LIST))
+    assert 'value="stop_running"' not in page  # no change permission: no action
+    refused = action(viewer, LIST, "stop_running", [running], post="yes")
+    assert Job.objects.get(pk=running.pk).cancel_requested_at is None, refused
+    client = staff("ops", "django_dbjobs.view_job", "django_dbjobs.change_job")
+    assert 'value="stop_running"' in text(client.get(LIST))
+    confirm = client.post(LIST, {"action": "stop_running", "_selected_action": [running.pk], "index": 0})
+    assert "Stop running jobs?" in text(confirm)
+    assert Job.objects.get(pk=running.pk).cancel_requested_at is None
+    with caplog.at_level("INFO", logger="django_dbjobs"):
+        response = action(client, LIST, "stop_running", [ready, running], post="yes")
+    assert client.messages(response) == [
+        "1 running job asked to stop. 1 skipped: not running, or asked already."
+    ]
+    assert "Admin requested cancellation of running jobs asked=1 skipped=1 by=ops" in caplog.text
+    assert Job.objects.get(pk=running.pk).cancel_requested_at is not None
+    assert Job.objects.get(pk=ready.pk).status == JobStatus.READY  # left alone
+    again = action(client, LIST, "stop_running", [running], post="yes")  # a double submit
+    assert client.messages(again) == [
+        "0 running jobs asked to stop. 1 skipped: not running, or asked already."
+    ]

@@ -1,4 +1,4 @@
-"""The job list: read-only, fast on millions of rows; READY jobs can be cancelled."""
+"""The job list: read-only, fast on millions of rows; READY jobs can be cancelled, RUNNING ones stopped."""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAd
     deletable_status = JobStatus.READY
 
     def delete_fenced(self, queryset) -> int:
-        return queryset.cancel()
+        return queryset.delete_ready()
 
 
 @admin.register(Job)
@@ -153,7 +153,7 @@ class JobAdmin(JobAdminBase):
     list_display = ["id_column", "name_and_error", "status_and_attempts", "queue", "when"]
     list_display_links = ["name_and_error"]
     ordering = ["-pk"]  # newest first: ids are UUIDv7, ordered by enqueue time
-    actions = ["cancel"]
+    actions = ["cancel", "stop_running"]
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.status != JobStatus.READY:
@@ -174,7 +174,7 @@ class JobAdmin(JobAdminBase):
                 button=_("Yes, cancel them"),
                 count="",
             )
-        cancelled = queryset.cancel()
+        cancelled = queryset.delete_ready()
         skipped = max(selected_count(request) - cancelled, 0)
         log_change(request, "cancelled ready jobs", cancelled=cancelled, skipped=skipped)
         self.message_user(
@@ -193,5 +193,48 @@ class JobAdmin(JobAdminBase):
                 else ""
             ),
             messages.SUCCESS if cancelled else messages.WARNING,
+        )
+        return None
+
+    def has_stop_permission(self, request, obj=None) -> bool:
+        """Stopping a running job changes it: the `change` permission (the page stays read-only)."""
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+
+    @admin.action(description=_("Stop (cancel) selected running jobs"), permissions=["stop"])
+    def stop_running(self, request, queryset):
+        if request.POST.get("post") != "yes":
+            return confirm_action(
+                self,
+                request,
+                queryset.running(),
+                title=_("Stop running jobs?"),
+                question=_(
+                    "Each job still running is interrupted by its worker within about a second and "
+                    "recorded as cancelled (failed, never retried). A job that finishes first keeps "
+                    "its outcome; ready and finished jobs are left alone."
+                ),
+                button=_("Yes, stop them"),
+                count="",
+            )
+        asked = queryset.request_cancel()
+        skipped = max(selected_count(request) - asked, 0)
+        log_change(request, "requested cancellation of running jobs", asked=asked, skipped=skipped)
+        self.message_user(
+            request,
+            ngettext("%(n)d running job asked to stop.", "%(n)d running jobs asked to stop.", asked)
+            % {"n": asked}
+            + (
+                " "
+                + ngettext(
+                    "%(n)d skipped: not running, or asked already.",
+                    "%(n)d skipped: not running, or asked already.",
+                    skipped,
+                )
+                % {"n": skipped}
+                if skipped
+                else ""
+            ),
+            messages.SUCCESS if asked else messages.WARNING,
         )
         return None

@@ -118,9 +118,14 @@ class JobQuerySet(models.QuerySet):
         about a second and records it FAILED with JobCancelled, never retried
         (request_cancel()); one that finishes first keeps its outcome.
         """
-        using = self._write_db()
-        deleted = self.using(using).ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
-        return deleted + self.using(using).request_cancel()
+        return self.delete_ready(batch_size) + self.request_cancel()
+
+    def delete_ready(self, batch_size: int = BATCH_SIZE) -> int:
+        """Delete the READY jobs among these, `batch_size` at a time; return how many.
+
+        A job a worker claimed meanwhile, or one that finished, is never deleted.
+        """
+        return self.using(self._write_db()).ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
 
     def request_cancel(self) -> int:
         """Ask these RUNNING jobs to stop (fenced on RUNNING, once each); return how many were asked."""

@@ -1,0 +1,124 @@
+"""Cancelling jobs (JobQuerySet.cancel(), worker/cancels.py): ready ones deleted, running ones
+interrupted by their worker and recorded cancelled, never retried."""
+
+import signal
+import time
+
+import pytest
+from django.utils import timezone
+
+from django_dbjobs import enqueue
+from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.testing import run_jobs as run_jobs_here
+from tests import jobs
+from tests.conftest import wait_for
+
+CANCELLED = "django_dbjobs.exceptions.JobCancelled"
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def started(record_file, value) -> bool:
+    return f"started:{value}" in record_file.read_text().split()
+
+
+def cancel_when_started(job, record_file, value):
+    assert wait_for(lambda: started(record_file, value), timeout=20)
+    asked_at = time.monotonic()
+    assert Job.objects.filter(pk=job.pk).cancel() == 1
+    return asked_at
+
+
+@pytest.mark.parametrize(
+    ("function", "name"), [(jobs.runs_in_python, "sync"), (jobs.async_announce_sleep, "async")]
+)
+def test_a_running_job_is_interrupted_within_two_seconds_and_never_retried(
+    run_jobs, record_file, function, name
+):
+    job = enqueue(function, 60, name)
+    worker = run_jobs("--concurrency", "2")
+    asked_at = cancel_when_started(job, record_file, name)
+    assert wait_for(lambda: Job.objects.get(pk=job.pk).status == JobStatus.FAILED, timeout=10)
+    took = time.monotonic() - asked_at
+    job.refresh_from_db()
+    assert job.errors[-1]["exception_class_path"] == CANCELLED
+    assert job.attempts == 1 and job.max_attempts == 3  # not retried
+    assert name not in record_file.read_text().split()  # it never got to its end
+    assert took < 2.5, took
+    after = enqueue(jobs.add, 1, 2)  # the worker goes on
+    assert wait_for(lambda: Job.objects.get(pk=after.pk).status == JobStatus.SUCCESSFUL, timeout=10)
+    time.sleep(0.5)
+    assert Job.objects.get(pk=job.pk).status == JobStatus.FAILED
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+    assert "Job interrupted: cancelled" in worker.output()
+
+
+def test_a_job_that_checks_the_flag_stops_by_itself(run_jobs, record_file):
+    job = enqueue(jobs.stops_by_itself, 60, "polite")
+    worker = run_jobs()
+    cancel_when_started(job, record_file, "polite")
+    assert wait_for(lambda: Job.objects.get(pk=job.pk).status == JobStatus.FAILED, timeout=10)
+    job.refresh_from_db()
+    assert "saw:polite" in record_file.read_text().split()
+    assert job.errors[-1]["exception_class_path"] == CANCELLED and job.attempts == 1
+    assert "stopped at the request" in job.last_error
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+
+
+def test_a_job_blocked_in_c_is_recorded_cancelled_and_its_worker_exits_3(run_jobs, record_file):
+    job = enqueue(jobs.sleeps_in_c_untimed, 60, "blocked")
+    worker = run_jobs("--concurrency", "2", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
+    cancel_when_started(job, record_file, "blocked")
+    assert worker.wait(60) == 3, worker.output()  # as a stuck timeout: its supervisor replaces it
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.errors[-1]["exception_class_path"] == CANCELLED
+    assert "could not be interrupted" in job.last_error and job.attempts == 1
+    assert "was cancelled and cannot be interrupted" in worker.output()
+
+
+def test_cancel_deletes_ready_jobs_and_leaves_finished_ones():
+    ready = enqueue(jobs.add, 1, 2)
+    done = enqueue(jobs.add, 2, 3)
+    Job.objects.filter(pk=done.pk).update(status=JobStatus.SUCCESSFUL)
+    assert Job.objects.all().cancel() == 1
+    assert not Job.objects.filter(pk=ready.pk).exists()
+    assert Job.objects.get(pk=done.pk).status == JobStatus.SUCCESSFUL
+
+
+def test_a_job_that_finishes_before_its_worker_learns_of_the_request_keeps_its_outcome():
+    enqueue(jobs.add, 1, 2)
+    (job,) = Job.objects.claim("w1")
+    assert Job.objects.filter(pk=job.pk).cancel() == 1
+    assert Job.objects.filter(pk=job.pk).cancel() == 0  # asked once
+    assert job.mark_succeeded("w1", 3)
+    job.refresh_from_db()
+    assert (job.status, job.return_value) == (JobStatus.SUCCESSFUL, 3)
+
+
+def test_a_cancelled_job_that_went_back_to_ready_is_recorded_cancelled_and_never_runs(record_file):
+    enqueue(jobs.record, "ran")
+    (job,) = Job.objects.claim("w1")
+    Job.objects.filter(pk=job.pk).request_cancel()
+    assert job.mark_for_retry("w1", {"summary": "ValueError: x"}, delay=3600)  # its own failure, then
+    job.refresh_from_db()
+    assert job.status == JobStatus.READY and job.run_at <= timezone.now()  # due at once
+    (after,) = run_jobs_here()
+    assert after.status == JobStatus.FAILED and after.errors[-1]["exception_class_path"] == CANCELLED
+    assert "before it started" in after.last_error
+    assert record_file.read_text() == ""
+
+
+def test_a_dead_letter_retried_after_a_cancel_runs_again():
+    from django_dbjobs.models import FailedJob
+
+    enqueue(jobs.add, 1, 2)
+    (job,) = Job.objects.claim("w1")
+    Job.objects.filter(pk=job.pk).request_cancel()
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED)
+    FailedJob.objects.filter(pk=job.pk).retry_all()
+    job.refresh_from_db()
+    assert job.cancel_requested_at is None
+    (after,) = run_jobs_here()
+    assert after.status == JobStatus.SUCCESSFUL

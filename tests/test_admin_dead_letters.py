@@ -184,8 +184,13 @@ def test_cancel_writes_are_fenced_on_ready():
     running = Job.objects.create(name="tests.jobs.add", args=[1, 2], status=JobStatus.RUNNING, worker="w")
     ready = [Job.objects.create(name="tests.jobs.add", args=[n, n]) for n in range(5)]
     # The queryset is not narrowed to READY first: the DELETE's own fence must hold.
-    assert Job.objects.filter(pk__in=[running.pk, *[job.pk for job in ready]]).cancel(batch_size=2) == 5
+    selected = Job.objects.filter(pk__in=[running.pk, *[job.pk for job in ready]])
+    assert selected.delete_ready(batch_size=2) == 5
     assert list(Job.objects.values_list("pk", flat=True)) == [running.pk]
+    assert Job.objects.get(pk=running.pk).cancel_requested_at is None
+    # cancel() deletes the ready ones the same way, and asks running ones to stop.
+    assert selected.cancel(batch_size=2) == 1
+    assert Job.objects.get(pk=running.pk).cancel_requested_at is not None
 
 
 def test_matching_with_filters_that_do_not_exist_is_an_error_message_not_a_crash():

@@ -10,7 +10,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
-from ..models import Job, JobStatus
+from ..exceptions import JobCancelled
+from ..models import Blocked, Job, JobStatus
 from ..operations import unknown_jobs
 from . import dates, display
 
@@ -21,12 +22,37 @@ def breakable(name: str) -> str:
     return format_html_join(mark_safe("<wbr>"), "{}", ((part,) for part in parts))
 
 
+#: The error class of a cancelled job's last attempt.
+CANCELLED = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"
+
+
+def is_cancelled(job: Job) -> bool:
+    """Whether a FAILED job stopped because it was cancelled."""
+    return (
+        job.status == JobStatus.FAILED
+        and bool(job.errors)
+        and (job.errors[-1].get("exception_class_path") == CANCELLED)
+    )
+
+
 def status_badge(job: Job) -> str:
-    """The status, or for a READY job no worker knew, that it waits for one that does."""
+    """The status, or what holds the job: no worker knows it, a concurrency key, a cancellation."""
     if unknown_jobs.is_waiting(job):
         return format_html(
             '<span class="dbjobs-status dbjobs-unknown">{}</span>', _("Waiting for a worker that knows it")
         )
+    if job.status == JobStatus.READY and job.blocked == Blocked.CONCURRENCY:
+        return format_html(
+            '<span class="dbjobs-status dbjobs-waiting-slot" title="{}">{}</span>',
+            _("At most %(n)s jobs of this key run at once.") % {"n": job.concurrency_limit},
+            _("Waiting for a slot of %(key)s") % {"key": job.concurrency_key},
+        )
+    if job.status == JobStatus.RUNNING and job.cancel_requested_at is not None:
+        return format_html(
+            '<span class="dbjobs-status dbjobs-stopping">{}</span>', _("Running, asked to stop")
+        )
+    if is_cancelled(job):
+        return format_html('<span class="dbjobs-status dbjobs-cancelled">{}</span>', _("Cancelled"))
     return display.status_badge(job.status)
 
 

@@ -18,7 +18,7 @@ from .job_columns import JobColumnsMixin
 from .job_detail import JobDetailMixin
 from .known_jobs import import_error_messages, known_jobs
 from .links import admin_url
-from .listing import FastListMixin, JobNameFilter, PriorityFilter, QueueFilter, enqueued_id_range
+from .listing import FastListMixin, FlowFilter, JobNameFilter, PriorityFilter, QueueFilter, enqueued_id_range
 
 DETAIL_FIELDSETS = [
     (
@@ -151,6 +151,7 @@ class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAd
 @admin.register(Job)
 class JobAdmin(JobAdminBase):
     list_display = ["id_column", "name_and_error", "status_and_attempts", "queue", "when"]
+    list_filter = ["status", QueueFilter, JobNameFilter, PriorityFilter, FlowFilter]
     list_display_links = ["name_and_error"]
     ordering = ["-pk"]  # newest first: ids are UUIDv7, ordered by enqueue time
     actions = ["cancel", "stop_running"]

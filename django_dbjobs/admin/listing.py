@@ -12,7 +12,7 @@ from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
 from ..conf import settings
-from ..models import Queue
+from ..models import Blocked, JobStatus, Queue
 from .known_jobs import known_jobs
 
 #: The admin counts matching rows up to this many, then says "more than".
@@ -56,6 +56,23 @@ class QueueFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         return queryset.filter(queue=self.value()) if self.value() else queryset
+
+
+class FlowFilter(admin.SimpleListFilter):
+    """Jobs flow control holds: waiting for a concurrency slot, or asked to stop while running."""
+
+    title = _("flow control")
+    parameter_name = "flow"
+
+    def lookups(self, request, model_admin):
+        return [("waiting", _("Waiting for a concurrency slot")), ("stopping", _("Running, asked to stop"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "waiting":
+            return queryset.filter(status=JobStatus.READY, blocked=Blocked.CONCURRENCY)
+        if self.value() == "stopping":
+            return queryset.filter(status=JobStatus.RUNNING, cancel_requested_at__isnull=False)
+        return queryset
 
 
 class JobNameFilter(admin.SimpleListFilter):

@@ -39,13 +39,17 @@ class QueuePageMixin:
         waiting_unknown: dict[str, int] = {}
         for unknown in status.unknown:
             waiting_unknown[unknown.queue] = waiting_unknown.get(unknown.queue, 0) + unknown.count
+        rates = {rate.queue: rate for rate in status.flow.rates}
         for row in status.queues:
             row.lag_text = display.seconds_text(row.lag)
             row.unserved = status.unserved(row)
             row.unknown = waiting_unknown.get(row.name, 0)
+            row.rate = rates.get(row.name)
         can_pause = request.user.has_perm("django_dbjobs.change_queue")
         return {
             "queue_rows": status.queues,
+            "flow": status.flow,
+            "has_rate_limits": bool(status.flow.rates),
             "problems": standing_problems(status),
             "live_workers_list": status.workers,
             "can_pause": can_pause,

@@ -1,9 +1,9 @@
 """The health of the queues, for `manage.py dbjobs_status`: counts, lag, workers, and verdicts.
 
 A handful of grouped queries on partial indexes (queue_stats.queue_rows(), the jobs
-handed back as unknown, and one on the worker table), never a scan of the finished
-jobs, so it is cheap enough for a probe that runs every few seconds against a table of
-millions of rows.
+handed back as unknown, flow control (flow_status.py), and one on the worker table),
+never a scan of the finished jobs, so it is cheap enough for a probe that runs every few
+seconds against a table of millions of rows.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from ..models import WorkerProcess
 from ..models.clock import database_clock
 from . import unknown_jobs
+from .flow_status import FlowStatus, read_flow
 from .queue_stats import QueueRow, queue_rows
 from .unknown_jobs import UnknownName
 
@@ -31,6 +32,8 @@ class Status:
     asked: list[str] | None = None
     #: Job names a worker did not know, with READY jobs waiting for one that does.
     unknown: list[UnknownName] = field(default_factory=list)
+    #: Concurrency keys at their limit, rate use, jobs asked to stop.
+    flow: FlowStatus = field(default_factory=FlowStatus)
 
     @property
     def serving(self) -> list[WorkerProcess]:
@@ -80,6 +83,7 @@ class Status:
                 }
                 for unknown in self.unknown
             ],
+            "flow": self.flow.as_json(),
             "workers": {
                 "live": len(self.workers),
                 "threads": sum(worker.concurrency for worker in self.workers),
@@ -108,7 +112,8 @@ def read_status(queues: list[str] | None = None, using: str = "default") -> Stat
     # The names, only where the counts say some are waiting: a second read of the ready jobs.
     handed_back = [row.name for row in rows if row.handed_back]
     unknown = unknown_jobs.waiting(using, handed_back) if handed_back else []
-    return Status(database_clock(using), rows, workers, asked=queues or None, unknown=unknown)
+    flow = read_flow(using, queues or None)
+    return Status(database_clock(using), rows, workers, asked=queues or None, unknown=unknown, flow=flow)
 
 
 def judge(
@@ -182,6 +187,7 @@ def table(status: Status) -> list[str]:
     ]
     if not status.queues:
         text.append("(no jobs waiting, running or failed)")
+    text.extend(status.flow.lines())
     threads = sum(worker.concurrency for worker in status.workers)
     text.append(f"Live workers: {len(status.workers)} ({threads} job threads)")
     for worker in status.workers:

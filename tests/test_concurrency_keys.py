@@ -227,3 +227,19 @@ def test_a_killed_worker_gives_its_slots_back_within_the_lease_bound(run_jobs, r
     # Started within the lease bound (and the new worker's start-up), at most two at a time.
     assert later and min(later) - killed_at < bound + 3.0, (min(later) - killed_at, bound)
     assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retention_deletes_the_lock_rows_of_keys_no_job_uses():
+    from django_dbjobs.models import ConcurrencyKey
+    from django_dbjobs.operations.retention import Pruner
+
+    done, active = enqueue(jobs.keyed_span, "done", 1), enqueue(jobs.keyed_span, "active", 1)
+    admission.admit("default")
+    assert set(ConcurrencyKey.objects.values_list("key", flat=True)) == {"acct:done", "acct:active"}
+    Job.objects.filter(pk=done.pk).update(status=JobStatus.SUCCESSFUL)
+    Pruner("default").prune_if_due()
+    assert list(ConcurrencyKey.objects.values_list("key", flat=True)) == ["acct:active"]
+    enqueue(jobs.keyed_span, "done", 2)  # the key comes back: its row too
+    assert admission.admit("default") == 1
+    assert Job.objects.filter(pk=active.pk, blocked=Blocked.NONE).exists()

@@ -85,6 +85,22 @@ def admit(using: str, keys: list[str] | None = None) -> int:
     return admitted
 
 
+def prune_idle_keys(using: str, batch_size: int = 1000) -> int:
+    """Delete up to `batch_size` lock rows of keys no READY or RUNNING job has; return how many.
+
+    A key used again later gets its row back at its first admission (admit_key()).
+    """
+    active = Job.objects.using(using).filter(
+        concurrency_key__isnull=False, status__in=[JobStatus.READY, JobStatus.RUNNING]
+    )
+    keys = active.values("concurrency_key")
+    locks = ConcurrencyKey.objects.using(using)
+    idle = list(locks.exclude(key__in=keys).values_list("key", flat=True)[:batch_size])
+    if not idle:
+        return 0
+    return locks.filter(key__in=idle).exclude(key__in=keys).delete()[0]
+
+
 class Admitter:
     """A worker's admissions: at once for the keys whose jobs it just finished, and every
     PASS_INTERVAL for every key (new jobs, other workers' ends, the sweep's recoveries).

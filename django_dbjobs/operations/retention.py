@@ -20,6 +20,7 @@ from django.db import DatabaseError, InterfaceError, transaction
 from .. import db
 from ..conf import settings
 from ..db.outage import close_broken_connections
+from ..flow import admission
 from ..models import Job, JobStatus
 
 logger = logging.getLogger("django_dbjobs")
@@ -131,6 +132,9 @@ class Pruner:
                     )
                 if count >= BATCH_SIZE:
                     self._next = now + CATCH_UP_INTERVAL
+            # The lock rows of concurrency keys no job holds or waits for any more.
+            if admission.prune_idle_keys(self.using, BATCH_SIZE) >= BATCH_SIZE:
+                self._next = now + CATCH_UP_INTERVAL
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("Database error while pruning finished jobs: %s", exc)
             close_broken_connections()

@@ -30,3 +30,8 @@ def cpu_5ms():
     for i in range(CPU_LOOPS):
         total += i * i
     return total % 1000
+
+
+@job(concurrency_key="bench:{key}", concurrency_limit=2)
+def keyed_noop(key):
+    return None

@@ -104,6 +104,10 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
         results.update(w3_all(runs, n3))
     if "W4" in only:
         results.update(w4_all(runs, max(int(400 * scale), 20)))
+    if "W6" in only:
+        from bench import flow
+
+        results.update(flow.w6_all(runs, scale, taking_turns))
     if "W5" in only:
         # Enough jobs that starting 16 interpreters on 2 cores is not most of what is timed.
         results.update(w5_all(runs, n2 * 10))

@@ -112,6 +112,20 @@ if task is not None:
         def nightly_report():
             return "done"
 
+        @task(concurrency_key="mailbox:{mailbox_id}", concurrency_limit=2)
+        def fetch_mail(mailbox_id, n=0):
+            return n
+
+        @task(max_attempts=3)
+        def runs_until_cancelled(path):
+            """Touch `path`, then run Python code for up to 60 s."""
+            import time
+
+            open(path, "w").close()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+
         EXTRA_ARGUMENTS = True
     except TypeError:
         EXTRA_ARGUMENTS = False

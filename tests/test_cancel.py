@@ -13,6 +13,8 @@ from django_dbjobs.testing import run_jobs as run_jobs_here
 from tests import jobs
 from tests.conftest import wait_for
 
+from .admin_helpers import action, staff
+
 CANCELLED = "django_dbjobs.exceptions.JobCancelled"
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,22 +24,29 @@ def started(record_file, value) -> bool:
     return f"started:{value}" in record_file.read_text().split()
 
 
-def cancel_when_started(job, record_file, value):
+def cancel_when_started(job, record_file, value, via="api"):
+    """Cancel `job` once it has started, through the API or the admin's stop action."""
     assert wait_for(lambda: started(record_file, value), timeout=20)
     asked_at = time.monotonic()
-    assert Job.objects.filter(pk=job.pk).cancel() == 1
+    if via == "api":
+        assert Job.objects.filter(pk=job.pk).cancel() == 1
+    else:
+        client = staff("ops", "django_dbjobs.view_job", "django_dbjobs.change_job")
+        response = action(client, "/admin/django_dbjobs/job/", "stop_running", [job], post="yes")
+        assert client.messages(response) == ["1 running job asked to stop."]
     return asked_at
 
 
+@pytest.mark.parametrize("via", ["api", "admin"])
 @pytest.mark.parametrize(
     ("function", "name"), [(jobs.runs_in_python, "sync"), (jobs.async_announce_sleep, "async")]
 )
 def test_a_running_job_is_interrupted_within_two_seconds_and_never_retried(
-    run_jobs, record_file, function, name
+    run_jobs, record_file, function, name, via
 ):
     job = enqueue(function, 60, name)
     worker = run_jobs("--concurrency", "2")
-    asked_at = cancel_when_started(job, record_file, name)
+    asked_at = cancel_when_started(job, record_file, name, via)
     assert wait_for(lambda: Job.objects.get(pk=job.pk).status == JobStatus.FAILED, timeout=10)
     took = time.monotonic() - asked_at
     job.refresh_from_db()
@@ -67,10 +76,11 @@ def test_a_job_that_checks_the_flag_stops_by_itself(run_jobs, record_file):
     assert worker.wait() == 0, worker.output()
 
 
-def test_a_job_blocked_in_c_is_recorded_cancelled_and_its_worker_exits_3(run_jobs, record_file):
+@pytest.mark.parametrize("via", ["api", "admin"])
+def test_a_job_blocked_in_c_is_recorded_cancelled_and_its_worker_exits_3(run_jobs, record_file, via):
     job = enqueue(jobs.sleeps_in_c_untimed, 60, "blocked")
     worker = run_jobs("--concurrency", "2", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
-    cancel_when_started(job, record_file, "blocked")
+    cancel_when_started(job, record_file, "blocked", via)
     assert worker.wait(60) == 3, worker.output()  # as a stuck timeout: its supervisor replaces it
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.errors[-1]["exception_class_path"] == CANCELLED

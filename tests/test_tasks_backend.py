@@ -450,3 +450,35 @@ def test_run_jobs_prints_a_failed_tasks_traceback_once(run_jobs):
     assert output.count("Traceback (most recent call last)") == 1, output
     assert output.count("ValueError: kaput") == 1, output
     assert f"id={result.id}" in output and "FAILED" in output, output
+
+
+@pytest.mark.skipif(not getattr(tasks, "EXTRA_ARGUMENTS", False), reason="@task(...) extras: Django 6.1+")
+def test_a_task_concurrency_key_waits_for_its_slot():
+    results = [tasks.fetch_mail.enqueue(7, n) for n in range(3)]
+    keyed = Job.objects.get(pk=results[0].id)
+    assert (keyed.concurrency_key, keyed.concurrency_limit, keyed.blocked) == ("mailbox:7", 2, "CONCURRENCY")
+    drain()
+    for result in results:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+
+
+@pytest.mark.skipif(not getattr(tasks, "EXTRA_ARGUMENTS", False), reason="@task(...) extras: Django 6.1+")
+def test_a_cancelled_task_is_failed_with_the_cancellation_error(run_jobs, tmp_path):
+    import signal
+
+    from tests.conftest import wait_for
+
+    started = tmp_path / "started"
+    result = tasks.runs_until_cancelled.enqueue(str(started))
+    worker = run_jobs()
+    assert wait_for(started.exists, timeout=20)
+    assert Job.objects.filter(pk=result.id).cancel() == 1
+    assert wait_for(
+        lambda: tasks.runs_until_cancelled.get_result(result.id).status == TaskResultStatus.FAILED
+    )
+    result.refresh()
+    assert result.errors[-1].exception_class_path == "django_dbjobs.exceptions.JobCancelled"
+    assert result.attempts == 1
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()

@@ -18,8 +18,9 @@ INSERT = (
 NOW = {"postgresql": "STATEMENT_TIMESTAMP()", "mysql": "CURRENT_TIMESTAMP(6)"}.get(
     connection.vendor, "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')"
 )
+# The claim index covers READY jobs no flow control holds back (blocked = ''): the pick says so.
 PICK = (
-    "SELECT id FROM django_dbjobs_job WHERE status = 'READY' AND run_at <= {now}"
+    "SELECT id FROM django_dbjobs_job WHERE status = 'READY' AND blocked = '' AND run_at <= {now}"
     " ORDER BY priority DESC, run_at, id LIMIT {limit}"
 )
 

@@ -18,7 +18,7 @@ from django.db.models.functions import Now
 
 from .db.outage import Outage
 from .flow import admission
-from .models import Job, JobStatus
+from .models import Blocked, Job, JobStatus
 from .signals import job_enqueued
 from .worker import execution
 
@@ -73,7 +73,10 @@ def _run_due(queues, include_scheduled, max_jobs, using, failures: list[BaseExce
                 )
             return ran
         with transaction.atomic(using=using):
-            admission.admit(using)  # jobs with a concurrency key wait for a slot, as in a worker
+            # Jobs with a concurrency key wait for a slot, as in a worker serving these queues;
+            # rate limits do not apply here: every job of a rate-limited queue is claimable.
+            admission.admit(using, scope=admission.Scope(tuple(queues) if queues else None))
+            jobs.for_queues(queues).filter(status=JobStatus.READY, blocked=Blocked.RATE).update(blocked="")
             claimed = jobs.claim(TEST_WORKER, 1, queues=queues)
         if not claimed:
             return ran

@@ -116,6 +116,10 @@ if task is not None:
         def fetch_mail(mailbox_id, n=0):
             return n
 
+        @task(concurrency_key="inbox:{n}")
+        def check_inbox(n):
+            return n
+
         @task(max_attempts=3)
         def runs_until_cancelled(path):
             """Touch `path`, then run Python code for up to 60 s."""

@@ -94,3 +94,13 @@ def test_the_admin_shows_keys_rates_waiting_stopping_and_cancelled_jobs(settings
     assert stopping.count('class="action-select"') == 1
     waiting = text(client.get("/admin/django_dbjobs/job/?flow=waiting"))
     assert waiting.count('class="action-select"') == 3
+
+
+def test_a_job_page_shows_its_key_and_when_it_was_asked_to_stop():
+    job = enqueue(jobs.keyed_span, "a", 1)
+    admission.admit("default")
+    Job.objects.claim("w1")
+    Job.objects.filter(pk=job.pk).request_cancel()
+    page = text(staff(superuser=True).get(f"/admin/django_dbjobs/job/{job.pk}/change/"))
+    assert "acct:a (at most 2 at once)" in page
+    assert "Asked to stop (cancel)" in page and "Running, asked to stop" in page

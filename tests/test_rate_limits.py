@@ -9,8 +9,9 @@ from django.core import checks
 from django.db import connections
 
 from django_dbjobs import enqueue
-from django_dbjobs.flow.rates import Rate, RateLimitedClaims, setting_problems, slots_in_use
-from django_dbjobs.models import Job, JobStatus, RateSlot
+from django_dbjobs.flow.rates import Rate, RateLimitedClaims, setting_problems, slots_in_use, sync_blocked
+from django_dbjobs.models import Blocked, Job, JobStatus, RateSlot
+from django_dbjobs.testing import run_jobs as run_jobs_here
 from tests import jobs
 
 
@@ -44,7 +45,13 @@ def test_the_check_names_each_problem_of_the_setting(settings):
     assert len(found) == 1 and "DBJOBS_QUEUE_LIMITS['emails']: rate must look like" in found[0].msg
 
 
+@pytest.fixture
+def rated(settings):
+    settings.DBJOBS_QUEUE_LIMITS = {"rated": {"rate": "7/m"}}
+
+
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("rated")
 def test_claims_on_their_own_connections_take_no_more_than_the_rate():
     for n in range(30):
         enqueue(jobs.rated_start, n)
@@ -76,6 +83,7 @@ def test_claims_on_their_own_connections_take_no_more_than_the_rate():
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("rated")
 def test_a_claim_stamps_only_the_slots_it_used():
     enqueue(jobs.rated_start, 1)
     claims = RateLimitedClaims("w1", "default")
@@ -108,3 +116,37 @@ def test_three_workers_never_start_more_than_the_rate_in_any_window(run_jobs, re
     assert max(windows) <= 20, max(windows)
     # The rate is used, not only respected: 60 s hold six full windows of 20.
     assert started >= 100, (started, rated[0] - began)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("rated")
+def test_jobs_of_a_rate_limited_queue_wait_outside_the_claim_and_go_back_there():
+    rated = enqueue(jobs.rated_start, 1)
+    plain = enqueue(jobs.add, 1, 2)
+    assert Job.objects.get(pk=rated.pk).blocked == Blocked.RATE
+    assert [j.pk for j in Job.objects.claim("w1", limit=10)] == [plain.pk]  # the other claims skip it
+    (claimed,) = RateLimitedClaims("w1", "default").claim("rated", Rate(7, 60), 5, include_waiting=True)
+    assert (claimed.pk, claimed.status, claimed.blocked) == (rated.pk, JobStatus.RUNNING, Blocked.NONE)
+    assert Job.objects.get(pk=rated.pk).blocked == Blocked.NONE
+    assert claimed.mark_for_retry("w1", {"summary": "x"}, delay=0)  # back to READY: waits for the rate again
+    assert Job.objects.get(pk=rated.pk).blocked == Blocked.RATE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_start_applies_the_setting_to_jobs_already_waiting(settings):
+    before = enqueue(jobs.rated_start, 1)  # no limit yet
+    assert Job.objects.get(pk=before.pk).blocked == Blocked.NONE
+    settings.DBJOBS_QUEUE_LIMITS = {"rated": {"rate": "7/m"}}
+    assert sync_blocked("default") == 1
+    assert Job.objects.get(pk=before.pk).blocked == Blocked.RATE
+    settings.DBJOBS_QUEUE_LIMITS = {}
+    assert sync_blocked("default") == 1
+    assert Job.objects.get(pk=before.pk).blocked == Blocked.NONE
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("rated")
+def test_testing_run_jobs_runs_rate_limited_jobs_at_once(record_file):
+    for n in range(10):
+        enqueue(jobs.rated_start, n)
+    assert len(run_jobs_here()) == 10

@@ -482,3 +482,20 @@ def test_a_cancelled_task_is_failed_with_the_cancellation_error(run_jobs, tmp_pa
     assert result.attempts == 1
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.output()
+
+
+@pytest.mark.skipif(not getattr(tasks, "EXTRA_ARGUMENTS", False), reason="@task(...) extras: Django 6.1+")
+def test_the_backend_concurrency_limit_is_the_default_of_tasks_with_a_key(settings):
+    settings.TASKS = {
+        "default": {
+            "BACKEND": "django_dbjobs.backend.DatabaseBackend",
+            "OPTIONS": {"concurrency_limit": 4},
+        }
+    }
+    plain = tasks.add.enqueue(1, 2)  # no key: the option does not apply
+    assert Job.objects.get(pk=plain.id).concurrency_key is None
+    Job.objects.all().delete()
+    keyed = tasks.fetch_mail.enqueue(1)  # its own limit: 2
+    assert Job.objects.get(pk=keyed.id).concurrency_limit == 2
+    defaulted = tasks.check_inbox.enqueue(1)  # a key without a limit: the backend's
+    assert Job.objects.get(pk=defaulted.id).concurrency_limit == 4

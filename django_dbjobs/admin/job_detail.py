@@ -20,6 +20,14 @@ class JobDetailMixin:
             return "-"
         return MASK if masked_job(job.name) else job.unique_key
 
+    @admin.display(description=_("concurrency key"))
+    def concurrency_display(self, job: Job) -> str:
+        """The key and its limit: how many jobs of the key may run at once."""
+        if not job.concurrency_key:
+            return "-"
+        key = MASK if masked_job(job.name) else job.concurrency_key
+        return format_html("{} ({})", key, _("at most %(n)s at once") % {"n": job.concurrency_limit})
+
     @admin.display(description=_("arguments"))
     def arguments(self, job: Job) -> str:
         args, kwargs = masked_arguments(job.name, job.args, job.kwargs)
@@ -60,6 +68,7 @@ class JobDetailMixin:
             (job.enqueued_at, _("Enqueued"), "", ""),
             (job.run_at, _("Due"), "", ""),
             (job.started_at, _("First started"), "", ""),
+            (job.cancel_requested_at, _("Asked to stop (cancel)"), "", ""),
         ]
         for error in job.errors or []:
             label = _("Attempt %(n)s failed") % {"n": error.get("attempt", "?")}

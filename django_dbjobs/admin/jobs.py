@@ -32,6 +32,7 @@ DETAIL_FIELDSETS = [
                 "priority",
                 "attempts_display",
                 "unique_key_display",
+                "concurrency_display",
             ]
         },
     ),

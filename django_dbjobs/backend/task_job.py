@@ -52,7 +52,7 @@ class TaskJob(RegisteredJob):
         if backoff is None:
             backoff = backend.options.get("backoff")
         timeout = getattr(task, "timeout", None) or backend.options.get("timeout")
-        limit = getattr(task, "concurrency_limit", None) or backend.options.get("concurrency_limit")
+        limit = getattr(task, "concurrency_limit", None)
         interruptible = getattr(task, "interruptible", None)
         if interruptible is None:
             interruptible = backend.options.get("interruptible", True)
@@ -65,6 +65,8 @@ class TaskJob(RegisteredJob):
             interruptible=interruptible,
         )
         super().__init__(task.func, task.module_path, options)
+        #: OPTIONS["concurrency_limit"]: the limit of a task given a key without one.
+        self.default_concurrency_limit = backend.options.get("concurrency_limit")
         self.task = task
         self.backend = backend
 

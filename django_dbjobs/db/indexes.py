@@ -83,6 +83,15 @@ class UniqueKeyIndex(PartialIndex):
     where = Q(unique_key__isnull=False)
 
 
+class RatedJobsIndex(PartialIndex):
+    """The claim index of the rate-limited queues: their READY jobs by queue, in claim order
+    (flow/rates.py). Kept out of the claim index, a backlog waiting for its rate is never
+    read by the other claims."""
+
+    where = Q(status="READY", blocked="RATE")
+    lead = ("status", "blocked")
+
+
 class KeyedJobsIndex(PartialIndex):
     """Jobs with a concurrency key, by state and key: the slots a key holds, and the jobs
     waiting for one in claim order (flow/admission.py). Jobs without a key are left out."""

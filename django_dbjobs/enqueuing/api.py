@@ -20,6 +20,7 @@ from ..conf import settings
 from ..exceptions import InvalidJob, InvalidJobArguments, UnknownOption
 from ..flow import keys
 from ..models import Blocked, Job
+from ..models.states import rated_queues
 from ..registry import discovery
 from ..registry.registered import RegisteredJob
 from ..signals import has_receivers, job_enqueued
@@ -82,7 +83,6 @@ def job_fields(
     capture=True,
     concurrency_key=None,
     concurrency_limit=None,
-    default_limit=None,
 ):
     """The validated field values of a new job, and the database it goes to (InvalidJob if invalid).
 
@@ -113,13 +113,15 @@ def job_fields(
         options.concurrency_key,
         concurrency_key,
         options.concurrency_limit if concurrency_limit is None else concurrency_limit,
-        default_limit,
+        registered.default_concurrency_limit,
         clean_args,
         clean_kwargs,
     )
     if key is not None:
         # Not claimable until the admission gives it one of its key's slots (flow/admission.py).
         fields.update(concurrency_key=key, concurrency_limit=limit, blocked=Blocked.CONCURRENCY)
+    elif queue in rated_queues():  # claimed only within its queue's rate (flow/rates.py)
+        fields["blocked"] = Blocked.RATE
     when = validation.run_at(run_at, delay)
     if when is not None:
         fields["run_at"] = when

@@ -1,12 +1,14 @@
 """Rate limits per queue: at most N job starts per period, shared by every worker.
 
 ``DBJOBS_QUEUE_LIMITS = {"emails": {"rate": "100/m"}}``. A rate-limited queue has N
-rows in the RateSlot table (models.flow), each stamped when a claim uses it. A claim
-from the queue takes, in one transaction, the slots last used a whole period ago (FOR
-UPDATE SKIP LOCKED: workers never wait on each other), claims that many jobs at most,
-and stamps the slots it used by the database clock. Each slot is used at most once per
-period, so no window of one period ever holds more than N starts, whatever the number
-of workers; jobs over the rate wait READY and start as slots come free.
+rows in the RateSlot table (models.flow), each stamped when a claim uses it. Its jobs
+wait outside the claim index (``blocked = RATE``, on an index of their own), so no other
+claim reads its backlog. A claim from the queue takes, in one transaction, the slots
+last used a whole period ago (FOR UPDATE SKIP LOCKED: workers never wait on each other),
+claims that many of its jobs at most, and stamps the slots it used by the database
+clock. Each slot is used at most once per period, so no window of one period ever holds
+more than N claims, whatever the number of workers; jobs over the rate wait READY and
+start as slots come free.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models.functions import Now
 
+from .. import db
 from ..conf import settings
-from ..models import Job, RateSlot
-from ..models.queryset import claim
+from ..db.claims import claim_locked
+from ..models import Blocked, Isolation, Job, JobStatus, RateSlot
 from ..models.queue import QUEUE_NAME
+from ..models.states import CLAIM_ORDER, rated_queues
 
 #: "100/m", "20/10s", "5000/h", "1/2.5s".
 RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*(s|m|h|d)\s*\Z")
@@ -60,7 +64,7 @@ class Rate:
         """Seconds before a slot is used again: the period, and a margin for the time between
         a claim's stamp and its job's start (a thread taking it), so that starts, not only
         claims, stay within the rate."""
-        return self.period + min(0.25, self.period * 0.02)
+        return self.period + min(1.0, self.period * 0.05)
 
 
 def setting_problems(value: object) -> list[str]:
@@ -135,28 +139,23 @@ class RateLimitedClaims:
         using = self.using
         since = Now() - datetime.timedelta(seconds=rate.reuse_after)
         with transaction.atomic(using=using):
+            # In slot order, not by last use: on MySQL a locking read that sorts would lock
+            # every free slot, and the other workers' claims would find none.
             free = RateSlot.objects.using(using).filter(
                 queue=queue, number__lt=rate.count, used_at__lte=since
             )
-            slots = list(
-                free.select_for_update(skip_locked=True)
-                .order_by("used_at", "number")
-                .values_list("pk", flat=True)[:limit]
-            )
+            slots = list(db.lock_or_skip(free.order_by("number")).values_list("pk", flat=True)[:limit])
             if not slots:
                 self._next_try[queue] = now + min(self.EXHAUSTED_GAP, rate.period / rate.count)
                 self._empty.discard(queue)
                 return []
-            jobs = claim(
-                Job,
-                lambda: Job.objects.using(using),
-                using,
-                self.worker_id,
-                len(slots),
-                [queue],
-                include_waiting,
-                frozenset(),
+            due = Job.objects.using(using).filter(
+                status=JobStatus.READY, blocked=Blocked.RATE, queue=queue, run_at__lte=Now()
             )
+            if not include_waiting:
+                due = due.filter(isolation=Isolation.NONE)
+            picked = db.lock_or_skip(due.order_by(*CLAIM_ORDER)).values_list("pk", flat=True)[: len(slots)]
+            jobs = claim_locked(Job, using, self.worker_id, list(picked))
             if jobs:
                 RateSlot.objects.using(using).filter(pk__in=slots[: len(jobs)]).update(used_at=Now())
         if not jobs:
@@ -177,3 +176,18 @@ class RateLimitedClaims:
         for queue in self._empty:
             self._next_try.pop(queue, None)
         self._empty.clear()
+
+
+def sync_blocked(using: str) -> int:
+    """Make the READY jobs of the rate-limited queues wait for the rate, and free the others.
+
+    For jobs enqueued while the setting said otherwise (a rate added, or removed): a
+    worker does it when it starts. Return how many jobs changed.
+    """
+    rated = rated_queues()
+    ready = Job.objects.using(using).filter(status=JobStatus.READY)
+    changed = ready.filter(blocked=Blocked.RATE).exclude(queue__in=rated).update(blocked=Blocked.NONE)
+    if rated:
+        free = ready.filter(blocked=Blocked.NONE, concurrency_key__isnull=True, queue__in=rated)
+        changed += free.update(blocked=Blocked.RATE)
+    return changed

@@ -1,4 +1,5 @@
-"""The claim index over jobs no flow control holds back, and the index of keyed jobs.
+"""The claim index over jobs no flow control holds back, and the indexes of keyed jobs and
+of rate-limited queues.
 
 Built without blocking enqueues and claims on PostgreSQL (CONCURRENTLY, so not in a
 transaction); the old claim index is dropped once the new one is there. Workers of
@@ -21,22 +22,16 @@ class Migration(migrations.Migration):
 
     operations = [
         AddIndexOnline(
-            model_name="job",
-            index=django_dbjobs.db.indexes.ReadyJobsIndex(
-                fields=["-priority", "run_at", "id"],
-                lead=["status", "blocked"],
-                name="dbjobs_job_claimable_idx",
-                where=models.Q(("blocked", ""), ("status", "READY")),
-            ),
+            model_name='job',
+            index=django_dbjobs.db.indexes.ReadyJobsIndex(fields=['-priority', 'run_at', 'id'], lead=['status', 'blocked'], name='dbjobs_job_claimable_idx', where=models.Q(('blocked', ''), ('status', 'READY'))),
         ),
         AddIndexOnline(
-            model_name="job",
-            index=django_dbjobs.db.indexes.KeyedJobsIndex(
-                fields=["status", "blocked", "concurrency_key", "-priority", "run_at", "id"],
-                lead=[],
-                name="dbjobs_job_keyed_idx",
-                where=models.Q(("concurrency_key__isnull", False)),
-            ),
+            model_name='job',
+            index=django_dbjobs.db.indexes.RatedJobsIndex(fields=['queue', '-priority', 'run_at', 'id'], lead=['status', 'blocked'], name='dbjobs_job_rated_idx', where=models.Q(('blocked', 'RATE'), ('status', 'READY'))),
+        ),
+        AddIndexOnline(
+            model_name='job',
+            index=django_dbjobs.db.indexes.KeyedJobsIndex(fields=['status', 'blocked', 'concurrency_key', '-priority', 'run_at', 'id'], lead=[], name='dbjobs_job_keyed_idx', where=models.Q(('concurrency_key__isnull', False))),
         ),
         RemoveIndexOnline(model_name="job", name="dbjobs_job_claim_idx"),
     ]

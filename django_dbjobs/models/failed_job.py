@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .job import Job
 from .queryset import BATCH_SIZE, JobQuerySet
-from .states import Isolation, JobStatus, blocked_if_keyed
+from .states import Isolation, JobStatus, blocked_again
 
 
 @dataclass
@@ -46,7 +46,7 @@ def retry_changes() -> dict:
         "return_value": None,
         "active_key": F("unique_key"),
         "isolation": Isolation.NONE,
-        "blocked": blocked_if_keyed(),
+        "blocked": blocked_again(),
         "cancel_requested_at": None,
     }
 

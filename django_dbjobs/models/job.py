@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from .. import db
 from .ids import new_id
 from .queryset import JobQuerySet
-from .states import CLAIM_ORDER, MAX_PRIORITY, MIN_PRIORITY, Blocked, Isolation, JobStatus, blocked_if_keyed
+from .states import CLAIM_ORDER, MAX_PRIORITY, MIN_PRIORITY, Blocked, Isolation, JobStatus, blocked_again
 
 __all__ = [
     "CLAIM_ORDER",
@@ -146,6 +146,7 @@ class Job(models.Model):
             db.FinishedJobsIndex(fields=["status", "finished_at", "id"], name="dbjobs_job_finished_idx"),
             db.FailedJobsIndex(fields=["queue", "finished_at", "id"], name="dbjobs_job_failed_queue_idx"),
             db.UniqueKeyIndex(fields=["unique_key"], name="dbjobs_job_unique_key_idx"),
+            db.RatedJobsIndex(fields=["queue", *CLAIM_ORDER], name="dbjobs_job_rated_idx"),
             db.KeyedJobsIndex(
                 fields=["status", "blocked", "concurrency_key", *CLAIM_ORDER], name="dbjobs_job_keyed_idx"
             ),
@@ -157,11 +158,6 @@ class Job(models.Model):
                 name="dbjobs_job_priority_range",
             ),
             models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="dbjobs_job_status_valid"),
-            models.CheckConstraint(
-                condition=Q(concurrency_key__isnull=True)
-                | Q(concurrency_limit__gte=1, concurrency_limit__lte=MAX_CONCURRENCY_LIMIT),
-                name="dbjobs_job_concurrency_limit_range",
-            ),
         ]
 
     def __str__(self) -> str:
@@ -220,7 +216,7 @@ class Job(models.Model):
             errors=[*self.errors, error],
             last_error=error["summary"],
             isolation=Isolation.NONE,
-            blocked=blocked_if_keyed(),
+            blocked=blocked_again(),
         )
 
     def mark_failed(self, worker: str, error: dict) -> bool:
@@ -259,7 +255,7 @@ class Job(models.Model):
             worker_ids=db.WithoutLastWorker(),
             run_at=db.seconds_from_now(delay),
             last_error=error["summary"],
-            blocked=blocked_if_keyed(),
+            blocked=blocked_again(),
         ):
             return JobStatus.READY
         return None
@@ -292,7 +288,7 @@ class Job(models.Model):
                 status=JobStatus.FAILED, finished_at=Now(), active_key=None, isolation=Isolation.NONE
             )
         else:
-            changes.update(status=JobStatus.READY, isolation=Isolation.WAITING, blocked=blocked_if_keyed())
+            changes.update(status=JobStatus.READY, isolation=Isolation.WAITING, blocked=blocked_again())
         if not mine.update(**changes):
             return False
         for field, value in changes.items():

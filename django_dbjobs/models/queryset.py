@@ -10,7 +10,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
 from .. import db
-from .states import HANDED_BACK_PREFIX, Blocked, Isolation, JobStatus, blocked_if_keyed
+from .states import HANDED_BACK_PREFIX, Blocked, Isolation, JobStatus, blocked_again
 
 if TYPE_CHECKING:
     from .job import Job
@@ -176,7 +176,7 @@ class JobQuerySet(models.QuerySet):
             isolation = Case(When(isolation=Isolation.STARTED, then=isolation), default=F("isolation"))
         return self.update(
             status=JobStatus.READY,
-            blocked=blocked_if_keyed(),
+            blocked=blocked_again(),
             worker=None,
             attempts=F("attempts") - 1,
             worker_ids=db.WithoutLastWorker(),

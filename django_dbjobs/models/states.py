@@ -4,6 +4,8 @@ from django.db import models
 from django.db.models import Case, Value, When
 from django.utils.translation import gettext_lazy as _
 
+from ..conf import settings
+
 MIN_PRIORITY = -100
 MAX_PRIORITY = 100
 #: The order workers claim in: higher priority first, then due time, then age.
@@ -27,11 +29,14 @@ class Blocked(models.TextChoices):
 
     A job with a concurrency key waits as CONCURRENCY until the admission
     (flow/admission.py) gives it one of its key's slots: READY to Django, never claimed
-    before then, and never read again by any claim while it waits.
+    before then, and never read again by any claim while it waits. A job of a
+    rate-limited queue (DBJOBS_QUEUE_LIMITS) is RATE: only the claims within the queue's
+    rate take it (flow/rates.py), on an index of its own. A claimed job is NONE.
     """
 
     NONE = "", _("No")
     CONCURRENCY = "CONCURRENCY", _("Waiting for a concurrency slot")
+    RATE = "RATE", _("In a rate-limited queue: claimed within its rate")
 
 
 class Isolation(models.TextChoices):
@@ -50,14 +55,30 @@ class Isolation(models.TextChoices):
     STARTED = "STARTED", _("Running alone")
 
 
-def blocked_if_keyed():
-    """The ``blocked`` value of a job going back to READY: a keyed job gives up its slot.
-
-    Every write that makes a RUNNING (or FAILED) job READY again uses it, so a job
-    waiting for a retry, or given back, holds no concurrency slot meanwhile.
-    """
-    return Case(
-        When(concurrency_key__isnull=False, then=Value(Blocked.CONCURRENCY)),
-        default=Value(Blocked.NONE),
-        output_field=models.CharField(),
+def rated_queues() -> list[str]:
+    """The rate-limited queues of DBJOBS_QUEUE_LIMITS, as this process's settings name them."""
+    limits = settings.QUEUE_LIMITS
+    if not isinstance(limits, dict):
+        return []
+    return sorted(
+        q for q, limit in limits.items() if isinstance(limit, dict) and limit.get("rate") is not None
     )
+
+
+def unblocked(queue: str) -> str:
+    """The ``blocked`` value of a job of `queue` that nothing else holds back: RATE or NONE."""
+    return Blocked.RATE if queue in rated_queues() else Blocked.NONE
+
+
+def blocked_again():
+    """The ``blocked`` value of a job going back to READY, as an expression of its row.
+
+    A keyed job gives up its slot and waits for one again; a job of a rate-limited queue
+    waits for the rate. Every write that makes a RUNNING (or FAILED) job READY again uses
+    it, so a job waiting for a retry, or given back, holds no concurrency slot meanwhile.
+    """
+    rated = rated_queues()
+    whens = [When(concurrency_key__isnull=False, then=Value(Blocked.CONCURRENCY))]
+    if rated:
+        whens.append(When(queue__in=rated, then=Value(Blocked.RATE)))
+    return Case(*whens, default=Value(Blocked.NONE), output_field=models.CharField())

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Max, Q
 
+from ..flow.admission import HOLDING
 from ..flow.rates import Rate, queue_rates, slots_in_use
 from ..models import Blocked, Job, JobStatus
 
@@ -98,7 +99,7 @@ def read_flow(using: str = "default", queues: list[str] | None = None) -> FlowSt
         active.values("concurrency_key")
         .annotate(
             running=Count("pk", filter=Q(status=JobStatus.RUNNING)),
-            admitted=Count("pk", filter=Q(status=JobStatus.READY, blocked=Blocked.NONE)),
+            admitted=Count("pk", filter=Q(status=JobStatus.READY, blocked__in=HOLDING)),
             waiting=Count("pk", filter=Q(blocked=Blocked.CONCURRENCY)),
             limit=Max("concurrency_limit"),
         )

@@ -40,6 +40,8 @@ class RegisteredJob:
     #: Whether finished() has a dead-lettered attempt logged with its traceback (a Task's,
     #: by Django's task_finished receiver), so that the worker does not log it a second time.
     finished_logs_failure = False
+    #: The limit of a job given a concurrency key without one (None: flow/keys.py's default).
+    default_concurrency_limit: int | None = None
 
     @classmethod
     def dead_letter_log_level(cls, registered: RegisteredJob | None) -> int:

@@ -34,9 +34,8 @@ class RatedQueues:
     def __init__(self, identity: Identity):
         self.served = set(identity.queues)  # empty: every queue
         self.claims = RateLimitedClaims(identity.id, identity.using)
-
-    def all_queues(self) -> frozenset[str]:
-        return frozenset(queue_rates())
+        #: Which queue went first last time (claim_rated()).
+        self.turn = 0
 
     @property
     def queues(self) -> dict[str, Rate]:
@@ -112,19 +111,25 @@ class Claimer:
         if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
             return 0  # see PAUSED_CLAIM_GAP
         epoch = self.lease.epoch  # read before the claim: see Lease
-        jobs = self._guarded(lambda: self.claim(free), "claiming jobs")
-        if jobs is None:
-            self.in_doubt = True
-            return None
-        self.came_short = len(jobs) < free
-        if self.came_short and self.rated.queues:
-            # Rate-limited queues are claimed apart, for free threads only (never prefetched:
-            # a start must follow its claim closely).
-            threads_free = self.concurrency - len(self.held) - len(jobs)
+        rated: list[Job] = []
+        threads_free = min(free, self.concurrency - len(self.held))
+        if threads_free > 0 and self.rated.queues:
+            # Rate-limited queues first, within their rates, for free threads only (never
+            # prefetched: a start must follow its claim closely); then the others.
             rated = self._guarded(lambda: self.claim_rated(threads_free), "claiming rate-limited jobs")
             if rated is None:
                 self.in_doubt = True  # it may have committed all the same: see release_unheld()
-            jobs = [*jobs, *(rated or [])]
+                return None
+        jobs = (
+            self._guarded(lambda: self.claim(free - len(rated)), "claiming jobs") if free > len(rated) else []
+        )
+        if jobs is None:
+            self.in_doubt = True
+            jobs = []
+            if not rated:
+                return None
+        self.came_short = len(jobs) < free - len(rated)
+        jobs = [*rated, *jobs]
         if not jobs:
             self._came_empty_at = time.monotonic()
         was_idle = not self.held
@@ -144,17 +149,23 @@ class Claimer:
     def claim(self, limit: int) -> list[Job]:
         worker = self.identity
         waiting = self.held.alone is None  # one job that must run alone at a time
-        paused = self.paused.current() | self.rated.all_queues()  # those are claimed apart
+        paused = self.paused.current()
         using = worker.using
         return claim(
             Job, lambda: Job.objects.using(using), using, worker.id, limit, worker.queues, waiting, paused
         )
 
     def claim_rated(self, limit: int) -> list[Job]:
-        """Claim from the rate-limited queues this worker serves, within their rates."""
+        """Claim from the rate-limited queues this worker serves, within their rates.
+
+        The queues take turns at going first, so one with a backlog never takes every
+        free thread from the others.
+        """
         jobs: list[Job] = []
-        paused = self.paused.names
-        for queue, rate in self.rated.queues.items():
+        paused = self.paused.current()
+        queues = list(self.rated.queues.items())
+        self.rated.turn = (self.rated.turn + 1) % len(queues)
+        for queue, rate in queues[self.rated.turn :] + queues[: self.rated.turn]:
             if limit - len(jobs) <= 0:
                 break
             if queue not in paused:

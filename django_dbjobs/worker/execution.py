@@ -103,10 +103,11 @@ def _run(
                     timeouts.disarm(armed)
             except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
                 failure = exc
-        # Again: the one interruption may have landed on the way into the first disarm(),
-        # and has been delivered now, so this call cannot be interrupted.
-        timeouts.disarm(armed)
         if armed.interrupted_at is not None:
+            # Again: the one interruption may have landed on the way into the first disarm(),
+            # and has been delivered now, so this call cannot be interrupted. (Never sent,
+            # it cannot land: the first disarm() took the run out of reach.)
+            timeouts.disarm(armed)
             failure = timeouts.outcome(armed, failure, returned)
     if failure is None:
         try:

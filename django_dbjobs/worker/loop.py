@@ -99,10 +99,7 @@ class Worker:
         wakeup.subscribe(self._wake)
         timeouts.subscribe(self._wake)
         paused = self.claimer.paused
-        rated = self.claimer.rated  # claimed apart, within their rates: a backlog there is no news
-        self._waiter = idle_wait.IdleWaiter(
-            self.using, self._wake, self.queues, lambda: paused.served | rated.all_queues()
-        )
+        self._waiter = idle_wait.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
         try:
             startup.start(
                 self.parts,

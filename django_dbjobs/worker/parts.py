@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..db.outage import Outage
-from ..flow.admission import Admitter
+from ..flow.admission import Admitter, Scope
 from ..models import Job
 from . import timeouts
 from .acks import SuccessBatch
@@ -88,7 +88,9 @@ def assemble(
         forced=forced,
         poll_interval=poll_interval,
     )
-    admitter = Admitter(identity.using, outage)
+    paused = claimer.paused
+    queues = identity.queues or None
+    admitter = Admitter(identity.using, outage, lambda: Scope(queues, paused.names))
     cancels = CancelWatch(identity, held, outage)
     return Parts(
         identity,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from .. import db, registry
 from ..conf import settings
 from ..db.outage import Outage
+from ..flow import rates
 from ..operations import known_queues
 from ..schedules.scheduler import Scheduler
 from . import heartbeat, supervisor
@@ -39,6 +40,9 @@ def start(
     identity, outage = parts.identity, parts.outage
     if scheduler is not None:
         outage.call(scheduler.sync_settings, "syncing DBJOBS_SCHEDULES")
+    moved = outage.call(lambda: rates.sync_blocked(identity.using), "applying DBJOBS_QUEUE_LIMITS")
+    if moved:
+        logger.info("Jobs moved in or out of rate-limited queues' waiting line count=%s", moved)
     waiter.start()
 
     def register() -> None:  # again by the heartbeat, if a sweep removed the row

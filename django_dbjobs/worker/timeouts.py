@@ -25,7 +25,6 @@ import ctypes
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from django.db import connections
 
@@ -40,27 +39,54 @@ STUCK_AFTER = 5.0
 TIMEOUT, CANCEL = "timeout", "cancel"
 
 
-@dataclass
 class Armed:
-    job: object
-    thread: int
-    #: The timeout; None: no deadline (the job can still be cancelled).
-    seconds: float | None
-    deadline: float
-    is_async: bool = False
-    interrupted_at: float | None = None
-    stuck: bool = False
-    #: TIMEOUT or CANCEL, once interrupted.
-    reason: str | None = None
-    #: False: a cancel request only sets the job's flag (@job(interruptible=False)).
-    interruptible: bool = True
+    """One run of a job on a job thread: its deadline (if any) and whether it was interrupted.
+
+    A plain class with __slots__: one is made for every job, timeout or not (a cancel may
+    interrupt any), so it must cost next to nothing.
+    """
+
+    __slots__ = (
+        "job",
+        "thread",
+        "seconds",
+        "deadline",
+        "is_async",
+        "interrupted_at",
+        "stuck",
+        "reason",
+        "interruptible",
+    )
+
+    def __init__(
+        self,
+        job,
+        thread: int,
+        seconds: float | None,
+        deadline: float = 0.0,
+        is_async: bool = False,
+        interruptible: bool = True,
+    ):
+        self.job = job
+        self.thread = thread
+        #: The timeout; None: no deadline (the job can still be cancelled).
+        self.seconds = seconds
+        self.deadline = deadline
+        self.is_async = is_async
+        self.interrupted_at: float | None = None
+        self.stuck = False
+        #: TIMEOUT or CANCEL, once interrupted.
+        self.reason: str | None = None
+        #: False: a cancel request only sets the job's flag (@job(interruptible=False)).
+        self.interruptible = interruptible
 
     @classmethod
     def for_job(cls, job, seconds: float | None, is_async: bool = False, interruptible: bool = True) -> Armed:
         """A deadline (or none) for the job about to run on this thread; arm() starts it."""
-        return cls(job, threading.get_ident(), seconds, 0.0, is_async, interruptible=interruptible)
+        return cls(job, threading.get_ident(), seconds, 0.0, is_async, interruptible)
 
 
+_NEVER = float("inf")
 _armed: dict[int, Armed] = {}  # by thread ident
 _lock = threading.Lock()
 #: The event of each worker loop of this process, and when that loop next looks at the
@@ -88,11 +114,14 @@ def looks_at(event: threading.Event, when: float) -> None:
 
 def arm(armed: Armed) -> None:
     """Start the deadline; disarm() it after the run (both in execution._run)."""
-    armed.deadline = time.monotonic() + armed.seconds if armed.seconds else float("inf")
+    if armed.seconds is None:  # no deadline: only a cancel interrupts it
+        armed.deadline = _NEVER
+        with _lock:
+            _armed[armed.thread] = armed
+        return
+    armed.deadline = time.monotonic() + armed.seconds
     with _lock:
         _armed[armed.thread] = armed
-        if armed.seconds is None:
-            return
         late = [event for event, when in _loops.items() if when > armed.deadline]
     for event in late:
         event.set()

@@ -421,3 +421,14 @@ def stops_by_itself(seconds, value):
             raise JobCancelled("stopped at the request")
         time.sleep(0.01)
     return value
+
+
+@job(concurrency_key="solo:{account}", concurrency_limit=1, max_attempts=5)
+def keyed_python_span(account, n, seconds):
+    """Record its start and end (time.time()), running Python code (short sleeps) for `seconds`."""
+    record(f"start {account} {n} {time.time():.6f}")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    record(f"end {account} {n} {time.time():.6f}")
+    return n

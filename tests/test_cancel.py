@@ -118,6 +118,8 @@ def test_a_cancelled_job_that_went_back_to_ready_is_recorded_cancelled_and_never
     assert after.status == JobStatus.FAILED and after.errors[-1]["exception_class_path"] == CANCELLED
     assert "before it started" in after.last_error
     assert record_file.read_text() == ""
+    # Charged its own failed run only, not the cancelled pickup.
+    assert (after.attempts, after.worker_ids) == (1, ["w1"])
 
 
 def test_a_dead_letter_retried_after_a_cancel_runs_again():

@@ -243,3 +243,29 @@ def test_retention_deletes_the_lock_rows_of_keys_no_job_uses():
     enqueue(jobs.keyed_span, "done", 2)  # the key comes back: its row too
     assert admission.admit("default") == 1
     assert Job.objects.filter(pk=active.pk, blocked=Blocked.NONE).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_frozen_worker_that_lost_its_keyed_job_stops_it_when_it_thaws(run_jobs, record_file, settings):
+    """Its slot went back to the key while it was frozen: running on would make two at once."""
+    from tests.conftest import freeze
+
+    first = enqueue(jobs.keyed_python_span, "a", 1, 30)
+    frozen = run_jobs()
+    assert wait_for(lambda: "start a 1 " in record_file.read_text(), timeout=20)
+    freeze(frozen)
+    other = run_jobs()  # its sweep gives the job back; it runs the job itself (the key's one slot)
+    assert wait_for(lambda: record_file.read_text().count("start a 1 ") == 2, timeout=30)
+    frozen.process.send_signal(signal.SIGCONT)  # its row is gone: signal() would wait for it
+    thawed_at = time.time()
+    # The thawed worker learns it lost the job (its next heartbeat) and interrupts it.
+    assert wait_for(lambda: "Job interrupted: this worker lost it" in frozen.output(), timeout=10)
+    time.sleep(0.5)
+    lines = record_file.read_text().split("\n")
+    ends = [float(line.split()[3]) for line in lines if line.startswith("end a 1 ")]
+    assert ends == [], lines  # neither run got to its end: one was interrupted, one runs on
+    assert time.time() - thawed_at < 10
+    Job.objects.filter(pk=first.pk).cancel()
+    for worker in (frozen, other):
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == 0, worker.output()

@@ -219,9 +219,14 @@ class Job(models.Model):
             blocked=blocked_again(),
         )
 
-    def mark_failed(self, worker: str, error: dict) -> bool:
-        """Record the last failed attempt and move the job to the dead letters."""
-        return self._finish(
+    def mark_failed(self, worker: str, error: dict, unstarted: bool = False) -> bool:
+        """Record the last failed attempt and move the job to the dead letters.
+
+        With `unstarted` (cancelled before it started) its pickup is not charged: the
+        attempt and its worker id are taken back.
+        """
+        refund = {"attempts": F("attempts") - 1, "worker_ids": db.WithoutLastWorker()} if unstarted else {}
+        won = self._finish(
             worker,
             status=JobStatus.FAILED,
             errors=[*self.errors, error],
@@ -229,7 +234,11 @@ class Job(models.Model):
             finished_at=Now(),
             active_key=None,
             isolation=Isolation.NONE,
+            **refund,
         )
+        if won and unstarted:
+            self.attempts, self.worker_ids = self.attempts - 1, self.worker_ids[:-1]
+        return won
 
     def mark_started_alone(self, worker: str) -> bool:
         """Record that this job, waiting to run alone, starts now. Return False if the lease was lost."""

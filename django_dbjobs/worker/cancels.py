@@ -4,7 +4,9 @@ One indexed query a second while the worker holds jobs (its RUNNING jobs with a
 cancel request, on the running-jobs index), never a query per job. A job not started
 yet is flagged and recorded cancelled instead of running (execution.run()); a running
 one is interrupted like a timeout (timeouts.cancel()), or only flagged when it is not
-interruptible (``current_job().cancel_requested``).
+interruptible (``current_job().cancel_requested``). After a sweep took this worker's jobs
+away (it was frozen or cut off), its running jobs with a concurrency key are interrupted
+too: their slots went back to their keys.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 import logging
 import time
 
+from django.db import DatabaseError, InterfaceError
+
 from ..db.outage import Outage
 from ..exceptions import MissingMigrations
 from ..models import Job
 from . import timeouts
 from .held import HeldJobs
 from .identity import Identity
+from .lease import Lease
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -26,12 +31,14 @@ CHECK_INTERVAL = 1.0
 
 
 class CancelWatch:
-    def __init__(self, identity: Identity, held: HeldJobs, outage: Outage):
+    def __init__(self, identity: Identity, held: HeldJobs, outage: Outage, lease: Lease):
         self.identity = identity
         self.held = held
         self.outage = outage
+        self.lease = lease
         self._next = 0.0
         self._interrupted: set[str] = set()
+        self._epoch = lease.epoch
 
     def check_if_due(self) -> None:
         """Look for cancel requests when a check is due and jobs are held; act on them."""
@@ -39,6 +46,8 @@ class CancelWatch:
         if now < self._next or not len(self.held):
             return
         self._next = now + CHECK_INTERVAL
+        if self.lease.epoch != self._epoch:
+            self._stop_lost_keyed_jobs()
         worker = self.identity
         asked = Job.objects.using(worker.using).owned_by(worker.id).filter(cancel_requested_at__isnull=False)
         try:
@@ -62,6 +71,29 @@ class CancelWatch:
             if timeouts.cancel(job.pk):
                 self._interrupted.add(job.pk)
                 logger.info("Job interrupted: cancelled id=%s name=%s", job.pk, job.name)
+
+    def _stop_lost_keyed_jobs(self) -> None:
+        """After a sweep judged this worker dead (frozen, cut off): interrupt its running jobs
+        with a concurrency key that it no longer owns.
+
+        Their slots were given back by the sweep and may be taken by other jobs of their
+        keys: running on would put one job too many in the key. Their outcomes would be
+        dropped by the fence anyway.
+        """
+        worker = self.identity
+        keyed = [job for job in self.held.all() if job.concurrency_key is not None]
+        try:
+            owned = Job.objects.using(worker.using).still_owned(worker.id, keyed) if keyed else set()
+        except (DatabaseError, InterfaceError):
+            return  # tried again on the next check
+        self._epoch = self.lease.epoch
+        for job in keyed:
+            if job.pk not in owned and timeouts.stop_lost(job.pk):
+                logger.warning(
+                    "Job interrupted: this worker lost it, and its concurrency slot id=%s name=%s",
+                    job.pk,
+                    job.name,
+                )
 
     def due_in(self) -> float:
         return max(self._next - time.monotonic(), 0.0)

@@ -52,9 +52,10 @@ def run(
     database error it raises leaves the transaction usable for storing its failure.
     """
     outage = outage or Outage(job._state.db)
-    if job.cancel_requested:  # asked to stop before it started: it never runs
+    if job.cancel_requested:  # asked to stop before it started: it never runs, and is not charged
         cancelled = JobCancelled("the job was cancelled before it started")
-        return record_failure(job, worker, cancelled, registry.lookup(job.name), outage)
+        error = error_record(cancelled, job, worker)
+        return _dead_letter(job, worker, error, outage, cancelled, unstarted=True)
     try:
         registered = registry.get(job.name)
     except UnknownJob as exc:
@@ -166,8 +167,11 @@ def _unstorable(job: Job, worker: str, exc: BaseException, outage: Outage, by_da
     return _dead_letter(job, worker, unstorable_error(exc, job, worker, by_database), outage, exc)
 
 
-def _dead_letter(job: Job, worker: str, error: dict, outage: Outage, exc: BaseException | None) -> str | None:
-    status = _store(job, outage, lambda e: job.mark_failed(worker, e), error, JobStatus.FAILED, exc)
+def _dead_letter(
+    job: Job, worker: str, error: dict, outage: Outage, exc: BaseException | None, unstarted: bool = False
+) -> str | None:
+    write = lambda e: job.mark_failed(worker, e, unstarted)  # noqa: E731
+    status = _store(job, outage, write, error, JobStatus.FAILED, exc)
     if status is not None:
         # One log record per failed job: a Task's is Django's (task_finished, sent by _store()).
         level = RegisteredJob.dead_letter_log_level(registry.lookup(job.name))

@@ -91,7 +91,7 @@ def assemble(
     paused = claimer.paused
     queues = identity.queues or None
     admitter = Admitter(identity.using, outage, lambda: Scope(queues, paused.names))
-    cancels = CancelWatch(identity, held, outage)
+    cancels = CancelWatch(identity, held, outage, lease)
     return Parts(
         identity,
         wake,

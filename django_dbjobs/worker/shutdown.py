@@ -30,6 +30,7 @@ def shut_down(parts: Parts, grace: float) -> None:
         if not held:
             break
         acks.flush(force=True)  # successes are stored as they finish, not when the grace ends
+        parts.cancels.check_if_due()  # a job cancelled now stops now, not at the end of the grace
         wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
         wake.clear()
     acks.flush(force=True)

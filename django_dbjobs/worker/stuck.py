@@ -46,12 +46,15 @@ def record(armed, worker: str, outage: Outage, min_delay: float) -> bool:
         )
     with enqueuer_context.restoring_safely(job.context):
         status = execution.record_failure(job, worker, failure, registered, outage, min_delay=min_delay)
+    if timeouts.interrupted_for_cancel(armed):
+        what = "was cancelled and cannot be interrupted id=%s name=%s: %s"
+        details = (job.pk, job.name)
+    else:
+        what = "ran past its timeout and cannot be interrupted id=%s name=%s timeout=%ss: %s"
+        details = (job.pk, job.name, armed.seconds)
     logger.error(
-        "Job %s and cannot be interrupted id=%s name=%s timeout=%ss: %s",
-        "was cancelled" if timeouts.interrupted_for_cancel(armed) else "ran past its timeout",
-        job.pk,
-        job.name,
-        armed.seconds,
+        "Job " + what,
+        *details,
         "stopping this worker process (exit status 3) for its supervisor to replace it",
     )
     return status is not None

@@ -36,7 +36,7 @@ STUCK_AFTER = 5.0
 
 
 #: Why a job was interrupted.
-TIMEOUT, CANCEL = "timeout", "cancel"
+TIMEOUT, CANCEL, LOST = "timeout", "cancel", "lost"
 
 
 class Armed:
@@ -158,6 +158,8 @@ def outcome(armed: Armed, failure: BaseException | None, returned: bool) -> Base
         return None
     if not returned:
         _reset_connections()  # whatever the job made of the interruption, it may have hit one
+    if armed.reason == LOST:
+        return JobInterrupted("this worker lost the job (a sweep gave it back) and interrupted it")
     if armed.reason == CANCEL:
         # Whatever it raised on the way out: it stopped because it was asked to, and is not retried.
         cancelled = JobCancelled("the job was cancelled while it ran and was interrupted")
@@ -222,7 +224,7 @@ def _interrupt(armed: Armed, reason: str, now: float) -> None:
         if not async_jobs.cancel(armed.job.pk):
             armed.interrupted_at = armed.reason = None  # its task has not started yet: next pass
     else:
-        error = JobCancelled if reason == CANCEL else JobTimeout
+        error = {CANCEL: JobCancelled, TIMEOUT: JobTimeout}.get(reason, JobInterrupted)
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(armed.thread), ctypes.py_object(error))
 
 
@@ -237,6 +239,16 @@ def cancel(job_pk: str) -> bool:
         for armed in _armed.values():
             if armed.job.pk == job_pk and armed.interruptible and armed.interrupted_at is None:
                 _interrupt(armed, CANCEL, time.monotonic())
+                return armed.interrupted_at is not None
+    return False
+
+
+def stop_lost(job_pk: str) -> bool:
+    """Interrupt the running job `job_pk`, which this worker lost (its outcome is dropped anyway)."""
+    with _lock:
+        for armed in _armed.values():
+            if armed.job.pk == job_pk and armed.interrupted_at is None:
+                _interrupt(armed, LOST, time.monotonic())
                 return armed.interrupted_at is not None
     return False
 

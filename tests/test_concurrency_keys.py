@@ -269,3 +269,15 @@ def test_a_frozen_worker_that_lost_its_keyed_job_stops_it_when_it_thaws(run_jobs
     for worker in (frozen, other):
         worker.signal(signal.SIGTERM)
         assert worker.wait() == 0, worker.output()
+
+
+@pytest.mark.django_db
+def test_a_lone_surrogate_in_a_key_is_refused_and_a_hand_built_keyed_job_still_waits():
+    from django_dbjobs import bulk_enqueue
+
+    with pytest.raises(InvalidJob, match="lone surrogate"):
+        enqueue(jobs.add, 1, 2, concurrency_key="bad \udcff")
+    assert not Job.objects.exists()
+    (built,) = bulk_enqueue([Job(name=jobs.add.name, args=[1, 2], concurrency_key="by-hand")])
+    built.refresh_from_db()
+    assert (built.blocked, built.concurrency_limit) == (Blocked.CONCURRENCY, 1)

@@ -265,11 +265,26 @@ def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
             raise TypeError("bulk_enqueue() takes unsaved jobs made by prepare().")
         if instance.unique_key is not None:
             raise InvalidJob("bulk_enqueue() does not take unique_key; use enqueue() for unique jobs.")
+        _flow_state(instance)
     using = jobs[0]._state.db or router.db_for_write(Job)
     with transaction.atomic(using=using):
         inserts.insert(jobs, using, batch_size=batch_size)
         _enqueued(jobs, using)
     return jobs
+
+
+def _flow_state(instance: Job) -> None:
+    """Make a job built by hand (not by prepare()) wait as flow control says: for a slot of
+    its concurrency key, or for its queue's rate."""
+    if instance.blocked != Blocked.NONE:
+        return
+    if instance.concurrency_key is not None:
+        instance.concurrency_key, instance.concurrency_limit = keys.resolve(
+            None, None, instance.concurrency_key, instance.concurrency_limit, None, (), {}
+        )
+        instance.blocked = Blocked.CONCURRENCY
+    elif instance.queue in rated_queues():
+        instance.blocked = Blocked.RATE
 
 
 def enqueue_many(

@@ -66,6 +66,13 @@ def resolve(
             f"concurrency_key must be a string of 1 to {MAX_CONCURRENCY_KEY} characters "
             f"without NUL, not {key!r}."
         )
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidJob(
+            "concurrency_key contains a lone surrogate (an unpaired U+D800-U+DFFF code point), "
+            "which no database stores."
+        ) from None
     chosen = limit if limit is not None else default_limit
     return key, DEFAULT_LIMIT if chosen is None else check_limit(chosen)
 

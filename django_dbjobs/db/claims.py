@@ -230,38 +230,10 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
                 f"{claim_mark(model, using)} WHERE id IN ({marks})",
                 [worker, worker, *(j.pk for j in jobs)],
             )
-    return _as_claimed(jobs, worker)
+    return as_claimed(jobs, worker)
 
 
-def claim_locked(model, using: str, worker: str, ids: list) -> list:
-    """Mark these READY jobs, locked by the caller's transaction, RUNNING for `worker`; return them.
-
-    For a claim that picked its rows itself (flow/rates.py). PostgreSQL and SQLite: one
-    ``UPDATE ... RETURNING``; MySQL/MariaDB: the rows, then the UPDATE.
-    """
-    if not ids:
-        return []
-    connection = connections[using]
-    table = connection.ops.quote_name(model._meta.db_table)
-    marks = ", ".join(["%s"] * len(ids))
-    with connection.cursor() as cursor:
-        if connection.vendor != "mysql":
-            columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
-            cursor.execute(
-                f"{claim_mark(model, using)} WHERE id IN ({marks}) AND status = 'READY' RETURNING {columns}",
-                [worker, worker, *ids],
-            )
-            jobs = jobs_from_cursor(model, using, cursor)
-            jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
-            return jobs
-        cursor.execute(f"SELECT * FROM {table} WHERE id IN ({marks}) AND status = 'READY'", ids)
-        jobs = jobs_from_cursor(model, using, cursor)
-        cursor.execute(f"{claim_mark(model, using)} WHERE id IN ({marks})", [worker, worker, *ids])
-    jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
-    return _as_claimed(jobs, worker)
-
-
-def _as_claimed(jobs: list, worker: str) -> list:
+def as_claimed(jobs: list, worker: str) -> list:
     """Jobs read before the UPDATE that claimed them, as it left them."""
     # The UPDATE stamped the times by the database clock; these copies, read before it, get
     # the host's: close enough for what reads them in memory (TaskResult, signals).

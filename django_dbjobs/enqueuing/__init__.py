@@ -4,7 +4,8 @@ The public functions are re-exported here and at the package root
 (``from django_dbjobs import enqueue``).
 """
 
-from .api import aenqueue, bulk_enqueue, enqueue, enqueue_many, prepare
+from .api import aenqueue, enqueue, prepare
+from .bulk import bulk_enqueue, enqueue_many
 from .job_function import JobFunction, job
 
 __all__ = ["JobFunction", "aenqueue", "bulk_enqueue", "enqueue", "enqueue_many", "job", "prepare"]

@@ -1,4 +1,4 @@
-"""enqueue(), aenqueue(), prepare(), bulk_enqueue() and enqueue_many(): put jobs in the table.
+"""enqueue(), aenqueue() and prepare(): put jobs in the table (bulk.py: many at once).
 
 A job's own keyword arguments go in ``kwargs={...}``; every other keyword is an
 enqueue option. So a job with a parameter called ``queue`` or ``priority`` can never
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -17,7 +17,7 @@ from django.db import DatabaseError, connections, router, transaction
 
 from .. import db, registry
 from ..conf import settings
-from ..exceptions import InvalidJob, InvalidJobArguments, UnknownOption
+from ..exceptions import UnknownOption
 from ..flow import keys
 from ..models import Blocked, Job
 from ..models.states import rated_queues
@@ -249,107 +249,6 @@ def _insert_unique(instance: Job, using: str) -> tuple[Job, bool]:
 async def aenqueue(job: JobTarget, *args: Any, **options: Any) -> Job:
     """The async twin of enqueue()."""
     return await sync_to_async(enqueue)(job, *args, **options)
-
-
-def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
-    """Store many prepared jobs with bulk_create, in as few INSERTs as batch_size allows.
-
-    Pass jobs made by prepare(); all go to the database of the first one. Every job
-    is validated before anything is written.
-    """
-    jobs = list(jobs)
-    if not jobs:
-        return []
-    for instance in jobs:
-        if not isinstance(instance, Job) or instance._state.adding is False:
-            raise TypeError("bulk_enqueue() takes unsaved jobs made by prepare().")
-        if instance.unique_key is not None:
-            raise InvalidJob("bulk_enqueue() does not take unique_key; use enqueue() for unique jobs.")
-        _flow_state(instance)
-    using = jobs[0]._state.db or router.db_for_write(Job)
-    with transaction.atomic(using=using):
-        inserts.insert(jobs, using, batch_size=batch_size)
-        _enqueued(jobs, using)
-    return jobs
-
-
-def _flow_state(instance: Job) -> None:
-    """Make a job built by hand (not by prepare()) wait as flow control says: for a slot of
-    its concurrency key, or for its queue's rate."""
-    if instance.blocked != Blocked.NONE:
-        return
-    if instance.concurrency_key is not None:
-        instance.concurrency_key, instance.concurrency_limit = keys.resolve(
-            None, None, instance.concurrency_key, instance.concurrency_limit, None, (), {}
-        )
-        instance.blocked = Blocked.CONCURRENCY
-    elif instance.queue in rated_queues():
-        instance.blocked = Blocked.RATE
-
-
-def enqueue_many(
-    job: JobTarget,
-    arguments: Iterable[tuple | list],
-    *,
-    queue: str | None = None,
-    priority: int | None = None,
-    run_at: datetime.datetime | None = None,
-    delay: datetime.timedelta | float | None = None,
-    max_attempts: int | None = None,
-    using: str | None = None,
-    batch_size: int = 1000,
-) -> list[Job]:
-    """Enqueue `job` once per item of `arguments`, each a tuple of positional arguments.
-
-    The fastest way to store many jobs of one kind: the options are validated once,
-    each item's arguments on their own, all before anything is written; the rows go
-    in as few INSERTs as batch_size allows, in one transaction. For jobs that differ
-    in more than their positional arguments, use prepare() and bulk_enqueue().
-
-    ``enqueue_many(send_welcome, [(1,), (2,), (3,)])`` stores three jobs.
-    """
-    items = list(arguments)
-    for index, item in enumerate(items):
-        if not isinstance(item, tuple | list):
-            raise InvalidJobArguments(
-                f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
-                "positional arguments, such as (user_id,)."
-            )
-    registered = registry.resolve(job)
-    if registered.options.concurrency_key is not None:  # a key per item: made as prepare() makes it
-        options = {"queue": queue, "priority": priority, "run_at": run_at, "delay": delay}
-        options.update(max_attempts=max_attempts, using=using)
-        prepared = []
-        for index, item in enumerate(items):
-            try:
-                prepared.append(prepare(job, *item, **options))
-            except InvalidJob as exc:
-                raise type(exc)(f"arguments[{index}]: {exc}") from None
-        return bulk_enqueue(prepared, batch_size=batch_size)
-    common, using = job_fields(
-        job, (), None, queue, priority, run_at, delay, max_attempts, None, using, check_signature=False
-    )
-    reject_nul = db.rejects_nul(using)
-    each, texts = [], []
-    for index, item in enumerate(items):
-        try:
-            args, text = validation.positional_payload(item, reject_nul)
-            registered.check_arguments(args, {})
-        except InvalidJobArguments as exc:
-            raise type(exc)(f"arguments[{index}]: {exc}") from None
-        each.append({"args": args, "kwargs": {}})
-        texts.append(text)
-    jobs = rows.build_many(common, each, using)
-    if not jobs:
-        return []
-    with transaction.atomic(using=using):
-        given = frozenset(common)  # args and kwargs included
-        # Every job's kwargs are {}: sent once. Each one's args go as the text validated.
-        inserts.insert(
-            jobs, using, batch_size=batch_size, given=given, shared=given - {"args"}, texts={"args": texts}
-        )
-        _enqueued(jobs, using)
-    return jobs
 
 
 def _enqueued(jobs: list[Job], using: str) -> None:

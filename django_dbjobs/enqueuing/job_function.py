@@ -22,7 +22,7 @@ class JobFunction(RegisteredJob):
 
     def enqueue_many(self, arguments, **options: Any):
         """Enqueue this job once per tuple of positional arguments; see django_dbjobs.enqueue_many()."""
-        from .api import enqueue_many
+        from .bulk import enqueue_many
 
         return enqueue_many(self, arguments, **options)
 

@@ -23,7 +23,7 @@ from django.db.models.functions import Now
 
 from .. import db
 from ..conf import settings
-from ..db.claims import claim_locked
+from ..db.claim_locked import claim_locked
 from ..models import Blocked, Isolation, Job, JobStatus, RateSlot
 from ..models.queue import QUEUE_NAME
 from ..models.states import CLAIM_ORDER, rated_queues

@@ -18,7 +18,8 @@ from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
 from .. import db
-from ..enqueuing.api import bulk_enqueue, job_fields
+from ..enqueuing.api import job_fields
+from ..enqueuing.bulk import bulk_enqueue
 from ..enqueuing.rows import build
 from ..enqueuing.validation import short
 from ..exceptions import DbJobsError, InvalidJob, InvalidJobArguments

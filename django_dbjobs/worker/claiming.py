@@ -10,7 +10,7 @@ from ..db.outage import Outage
 from ..exceptions import MissingMigrations
 from ..flow.rates import Rate, RateLimitedClaims, queue_rates
 from ..models import Job
-from ..models.queryset import claim
+from ..models.claim_shape import claim
 from .acks import SuccessBatch
 from .held import HeldJobs
 from .identity import Identity

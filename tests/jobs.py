@@ -432,3 +432,17 @@ def keyed_python_span(account, n, seconds):
         time.sleep(0.01)
     record(f"end {account} {n} {time.time():.6f}")
     return n
+
+
+@job(queue="rated")
+def rated_sleep(seconds, n):
+    record(f"rated - {n} {time.time():.6f}")
+    time.sleep(seconds)
+    return n
+
+
+@job(concurrency_key="stuck:{account}", max_attempts=3)
+def keyed_sleeps_in_c(account, seconds):
+    """Record `started:<account>`, then block in one C call (time.sleep) for `seconds`."""
+    record(f"started:{account}")
+    time.sleep(seconds)

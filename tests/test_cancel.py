@@ -134,3 +134,18 @@ def test_a_dead_letter_retried_after_a_cancel_runs_again():
     assert job.cancel_requested_at is None
     (after,) = run_jobs_here()
     assert after.status == JobStatus.SUCCESSFUL
+
+
+def test_a_keyed_job_blocked_in_c_keeps_its_slot_until_its_worker_exits(run_jobs, record_file):
+    """Recorded (and its slot freed) only as its process exits: the stuck call runs until then."""
+    job = enqueue(jobs.keyed_sleeps_in_c, "a", 60)
+    busy = enqueue(jobs.runs_in_python, 6, "busy")  # keeps the worker in its grace for a while
+    worker = run_jobs("--concurrency", "2", "--shutdown-grace", "10", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
+    assert wait_for(lambda: started(record_file, "a") and started(record_file, "busy"), timeout=20)
+    Job.objects.filter(pk=job.pk).cancel()
+    assert wait_for(lambda: "cannot be interrupted" in worker.output(), timeout=10), worker.output()
+    assert worker.process.poll() is None and Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
+    assert worker.wait(30) == 3, worker.output()
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.errors[-1]["exception_class_path"] == CANCELLED
+    assert Job.objects.get(pk=busy.pk).status == JobStatus.SUCCESSFUL

@@ -6,12 +6,13 @@ import threading
 import time
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
 
 from django_dbjobs import enqueue, enqueue_many, prepare
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.flow import admission
-from django_dbjobs.models import Blocked, FailedJob, Job, JobStatus
+from django_dbjobs.flow.admitter import Admitter
+from django_dbjobs.models import Blocked, FailedJob, Job, JobStatus, WorkerProcess
 from django_dbjobs.testing import run_jobs as run_jobs_here
 from tests import jobs
 from tests.conftest import wait_for
@@ -197,9 +198,9 @@ def test_three_workers_never_run_more_than_the_limit_of_a_key(run_jobs, record_f
     assert max(most_at_once(s) for s in spans.values()) == 2  # the limit, reached and never passed
     assert len(plain) == 20
     keyed_starts = sorted(start for s in spans.values() for start, _ in s)
-    # The 200 keyed jobs take at least 200 * 0.05 / 10 = 1 s; the unkeyed ones behind them
-    # in claim order are not held up by them.
-    assert max(plain) < keyed_starts[0] + 1.0, (max(plain) - keyed_starts[0], keyed_starts[-1])
+    # Enqueued after the 200 keyed jobs (which take at least 200 * 0.05 / 10 = 1 s), the
+    # unkeyed ones are not held up behind them: all start before a quarter of them have.
+    assert max(plain) < keyed_starts[len(keyed_starts) // 4], (max(plain), keyed_starts[0], keyed_starts[-1])
 
 
 @pytest.mark.django_db(transaction=True)
@@ -210,12 +211,13 @@ def test_a_killed_worker_gives_its_slots_back_within_the_lease_bound(run_jobs, r
         enqueue(jobs.keyed_hold_first_attempt, "a", n, 0)
     holder = run_jobs("--concurrency", "4")
     assert wait_for(lambda: Job.objects.filter(status=JobStatus.RUNNING).count() == 2, timeout=20)
-    time.sleep(0.5)  # the holder would start no third job of the key
+    other = run_jobs("--concurrency", "4")  # started first: the bound is the sweep's, not a start-up's
+    assert wait_for(lambda: WorkerProcess.objects.count() == 2, timeout=20)
+    time.sleep(0.5)  # neither would start a third job of the key
     assert Job.objects.filter(status=JobStatus.RUNNING).count() == 2
     holder.process.send_signal(signal.SIGKILL)
     holder.wait()
     killed_at = time.time()
-    other = run_jobs("--concurrency", "4")
     done = wait_for(lambda: not Job.objects.exclude(status=JobStatus.SUCCESSFUL).exists(), timeout=30)
     states = list(Job.objects.values_list("status", "blocked", "isolation", "attempts", "worker"))
     assert done, (states, record_file.read_text())
@@ -223,9 +225,9 @@ def test_a_killed_worker_gives_its_slots_back_within_the_lease_bound(run_jobs, r
     assert other.wait() == 0, other.output()
     starts = [float(line.split()[3]) for line in record_file.read_text().splitlines()]
     later = [at for at in starts if at > killed_at]
-    bound = settings.DBJOBS_HEARTBEAT_TIMEOUT + settings.DBJOBS_SWEEP_INTERVAL
-    # Started within the lease bound (and the new worker's start-up), at most two at a time.
-    assert later and min(later) - killed_at < bound + 3.0, (min(later) - killed_at, bound)
+    bound = settings.DBJOBS_HEARTBEAT_TIMEOUT + settings.DBJOBS_SWEEP_INTERVAL + Admitter.LOOK_INTERVAL
+    # Started again within the lease bound (and a second for a loaded machine).
+    assert later and min(later) - killed_at < bound + 1.0, (min(later) - killed_at, bound)
     assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 4
 
 
@@ -281,3 +283,43 @@ def test_a_lone_surrogate_in_a_key_is_refused_and_a_hand_built_keyed_job_still_w
     (built,) = bulk_enqueue([Job(name=jobs.add.name, args=[1, 2], concurrency_key="by-hand")])
     built.refresh_from_db()
     assert (built.blocked, built.concurrency_limit) == (Blocked.CONCURRENCY, 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_admitted_before_its_queue_was_paused_gives_its_slot_back():
+    from django_dbjobs.db.outage import Outage
+    from django_dbjobs.flow.admission import Scope
+
+    job = enqueue(jobs.keyed_span, "a", 1, queue="slow")
+    assert admission.admit("default") == 1
+    later = enqueue(jobs.keyed_span, "a", 2)  # the key's one other slot
+    enqueue(jobs.keyed_span, "a", 3)
+    admitter = Admitter("default", Outage("default"), lambda: Scope(None, frozenset({"slow"})))
+    assert admitter.admit_if_due() == 2  # "slow" is paused: its job waits again, and two others go
+    assert Job.objects.get(pk=job.pk).blocked == Blocked.CONCURRENCY
+    assert Job.objects.get(pk=later.pk).blocked == Blocked.NONE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_keys_that_differ_only_in_case_are_admitted_on_every_database():
+    enqueue(jobs.add, 1, 1, concurrency_key="Sync:1")
+    enqueue(jobs.add, 1, 2, concurrency_key="sync:1")
+    admitted = admission.admit("default")
+    # MySQL's default collation makes them one key (one slot); elsewhere they are two.
+    assert admitted == (1 if connection.vendor == "mysql" else 2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stopping_worker_interrupts_the_keyed_jobs_it_gives_back(record_file):
+    from django_dbjobs.worker import Worker
+
+    job = enqueue(jobs.keyed_python_span, "a", 1, 4)
+    worker = Worker(concurrency=1, shutdown_grace=0.2, poll_interval=0.1)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    assert wait_for(lambda: "start a 1 " in record_file.read_text(), timeout=20)
+    worker.stop()
+    thread.join(20)
+    assert Job.objects.get(pk=job.pk).blocked == Blocked.CONCURRENCY  # given back: its slot is free
+    time.sleep(4.5)  # past the end of its run, had it gone on
+    assert "end a 1 " not in record_file.read_text()

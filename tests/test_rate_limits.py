@@ -13,6 +13,7 @@ from django_dbjobs.flow.rates import Rate, RateLimitedClaims, setting_problems, 
 from django_dbjobs.models import Blocked, Job, JobStatus, RateSlot
 from django_dbjobs.testing import run_jobs as run_jobs_here
 from tests import jobs
+from tests.conftest import wait_for
 
 
 @pytest.mark.parametrize(
@@ -150,3 +151,18 @@ def test_testing_run_jobs_runs_rate_limited_jobs_at_once(record_file):
     for n in range(10):
         enqueue(jobs.rated_start, n)
     assert len(run_jobs_here()) == 10
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rate_limited_backlog_does_not_starve_the_other_queues(run_jobs, record_file):
+    for n in range(10):
+        enqueue(jobs.rated_sleep, 2, n)
+    env = {"DBJOBS_TEST_QUEUE_LIMITS": '{"rated": {"rate": "1000/m"}}'}
+    worker = run_jobs("--concurrency", "2", env=env)
+    assert wait_for(lambda: record_file.read_text().count("rated - ") >= 2, timeout=20)
+    other = enqueue(jobs.add, 1, 2)
+    # The worker's two threads free up every 2 s: the other queue gets one of them.
+    assert wait_for(lambda: Job.objects.get(pk=other.pk).status == JobStatus.SUCCESSFUL, timeout=6)
+    Job.objects.filter(name=jobs.rated_sleep.name).cancel()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()

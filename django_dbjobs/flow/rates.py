@@ -178,16 +178,24 @@ class RateLimitedClaims:
         self._empty.clear()
 
 
-def sync_blocked(using: str) -> int:
+def sync_blocked(using: str, batch_size: int = 1000) -> int:
     """Make the READY jobs of the rate-limited queues wait for the rate, and free the others.
 
     For jobs enqueued while the setting said otherwise (a rate added, or removed): a
-    worker does it when it starts. Return how many jobs changed.
+    worker does it when it starts and every minute. Rows another transaction holds (an
+    enqueue not committed yet) are skipped, never waited for: the next pass gets them.
+    Return how many jobs changed.
     """
     rated = rated_queues()
     ready = Job.objects.using(using).filter(status=JobStatus.READY)
-    changed = ready.filter(blocked=Blocked.RATE).exclude(queue__in=rated).update(blocked=Blocked.NONE)
+    moves = [(ready.filter(blocked=Blocked.RATE).exclude(queue__in=rated), Blocked.NONE)]
     if rated:
         free = ready.filter(blocked=Blocked.NONE, concurrency_key__isnull=True, queue__in=rated)
-        changed += free.update(blocked=Blocked.RATE)
+        moves.append((free, Blocked.RATE))
+    changed = 0
+    for jobs, blocked in moves:
+        with transaction.atomic(using=using):
+            pks = list(db.lock_or_skip(jobs.order_by()).values_list("pk", flat=True)[:batch_size])
+            if pks:
+                changed += jobs.filter(pk__in=pks).update(blocked=blocked)
     return changed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import models, router, transaction
+from django.db import OperationalError, connections, models, router, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
@@ -119,7 +119,13 @@ class JobQuerySet(models.QuerySet):
         about a second and records it FAILED with JobCancelled, never retried
         (request_cancel()); one that finishes first keeps its outcome.
         """
-        return self.delete_ready(batch_size) + self.request_cancel()
+        jobs = self.using(self._write_db())
+        # Running ones first: one given back to READY meanwhile is then deleted, or recorded
+        # cancelled at its next claim. Again after the deletes: one claimed before its
+        # batch was deleted is asked too.
+        asked = jobs.request_cancel()
+        deleted = jobs.delete_ready(batch_size)
+        return deleted + asked + jobs.request_cancel()
 
     def delete_ready(self, batch_size: int = BATCH_SIZE) -> int:
         """Delete the READY jobs among these, `batch_size` at a time; return how many.
@@ -129,9 +135,22 @@ class JobQuerySet(models.QuerySet):
         return self.using(self._write_db()).ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
 
     def request_cancel(self) -> int:
-        """Ask these RUNNING jobs to stop (fenced on RUNNING, once each); return how many were asked."""
-        asked = self.using(self._write_db()).running().filter(cancel_requested_at__isnull=True)
-        return asked.update(cancel_requested_at=Now())
+        """Ask these RUNNING jobs to stop (fenced on RUNNING, once each); return how many were asked.
+
+        A deadlock with a worker's outcome writes (MySQL) is retried.
+        """
+        using = self._write_db()
+        asked = self.using(using).running().filter(cancel_requested_at__isnull=True)
+        if connections[using].in_atomic_block:  # the caller's transaction: a deadlock ends it whole
+            return asked.update(cancel_requested_at=Now())
+        for attempt in range(3):
+            try:
+                with transaction.atomic(using=using):
+                    return asked.update(cancel_requested_at=Now())
+            except OperationalError as exc:
+                if attempt == 2 or db.error_kind(exc, using) is not db.ErrorKind.OUTAGE:
+                    raise
+        return 0
 
     def cancel_requested(self) -> JobQuerySet:
         """Jobs asked to stop that have not stopped yet."""

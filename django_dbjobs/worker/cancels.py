@@ -81,14 +81,15 @@ class CancelWatch:
         dropped by the fence anyway.
         """
         worker = self.identity
-        keyed = [job for job in self.held.all() if job.concurrency_key is not None]
+        keyed = [job for job in timeouts.running() if job.concurrency_key is not None]
+        mine = Job.objects.using(worker.using).owned_by(worker.id).filter(pk__in=[job.pk for job in keyed])
         try:
-            owned = Job.objects.using(worker.using).still_owned(worker.id, keyed) if keyed else set()
+            owned = set(mine.values_list("pk", "pickups")) if keyed else set()
         except (DatabaseError, InterfaceError):
             return  # tried again on the next check
         self._epoch = self.lease.epoch
-        for job in keyed:
-            if job.pk not in owned and timeouts.stop_lost(job.pk):
+        for job in keyed:  # by pickup: this worker may have claimed the job again since
+            if (job.pk, job.pickups) not in owned and timeouts.stop_lost(job):
                 logger.warning(
                     "Job interrupted: this worker lost it, and its concurrency slot id=%s name=%s",
                     job.pk,

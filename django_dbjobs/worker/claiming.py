@@ -8,7 +8,6 @@ import time
 
 from ..db.outage import Outage
 from ..exceptions import MissingMigrations
-from ..flow.rates import Rate, RateLimitedClaims, queue_rates
 from ..models import Job
 from ..models.claim_shape import claim
 from .acks import SuccessBatch
@@ -18,6 +17,7 @@ from .job_threads import JobThreads
 from .lease import Lease
 from .paused_queues import PausedQueues
 from .prefetch import Prefetch
+from .rated_queues import RatedQueues
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -26,22 +26,6 @@ logger = logging.getLogger("django_dbjobs")
 #: wake-ups (another process's enqueue into the paused queue) must not repeat that walk
 #: many times a second. Other queues' new jobs may wait this long.
 PAUSED_CLAIM_GAP = 0.2
-
-
-class RatedQueues:
-    """The rate-limited queues (DBJOBS_QUEUE_LIMITS) a worker serves, and its claims from them."""
-
-    def __init__(self, identity: Identity):
-        self.served = set(identity.queues)  # empty: every queue
-        self.claims = RateLimitedClaims(identity.id, identity.using)
-        #: Which queue went first last time (claim_rated()).
-        self.turn = 0
-
-    @property
-    def queues(self) -> dict[str, Rate]:
-        """The rate-limited queues this worker claims from, with their rates."""
-        rates = queue_rates()
-        return {q: r for q, r in rates.items() if not self.served or q in self.served}
 
 
 class Claimer:
@@ -111,25 +95,9 @@ class Claimer:
         if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
             return 0  # see PAUSED_CLAIM_GAP
         epoch = self.lease.epoch  # read before the claim: see Lease
-        rated: list[Job] = []
-        threads_free = min(free, self.concurrency - len(self.held))
-        if threads_free > 0 and self.rated.queues:
-            # Rate-limited queues first, within their rates, for free threads only (never
-            # prefetched: a start must follow its claim closely); then the others.
-            rated = self._guarded(lambda: self.claim_rated(threads_free), "claiming rate-limited jobs")
-            if rated is None:
-                self.in_doubt = True  # it may have committed all the same: see release_unheld()
-                return None
-        jobs = (
-            self._guarded(lambda: self.claim(free - len(rated)), "claiming jobs") if free > len(rated) else []
-        )
+        jobs = self._claim_both(free)
         if jobs is None:
-            self.in_doubt = True
-            jobs = []
-            if not rated:
-                return None
-        self.came_short = len(jobs) < free - len(rated)
-        jobs = [*rated, *jobs]
+            return None
         if not jobs:
             self._came_empty_at = time.monotonic()
         was_idle = not self.held
@@ -146,32 +114,48 @@ class Claimer:
         self.claimed += len(jobs)
         return len(jobs)
 
+    def _claim_both(self, free: int) -> list[Job] | None:
+        """Claim from the rate-limited queues (rated_queues.py) and the others, taking turns at
+        going first, so that neither starves the other of free threads; None after an error."""
+        rated: list[Job] = []
+        ordinary: list[Job] | None = []
+        rated_first = self.rated.first_this_time()
+        if not rated_first:
+            ordinary = self._guarded(lambda: self.claim(free), "claiming jobs")
+            if ordinary is None:
+                self.in_doubt = True
+                return None
+        threads_free = min(free - len(ordinary), self.concurrency - len(self.held) - len(ordinary))
+        if threads_free > 0 and self.rated.queues and self.held.alone is None:
+            # Never into the prefetch (a start must follow its claim closely), and not while
+            # a job that must run alone is held (the others wait for it at the gate).
+            rated = self._guarded(
+                lambda: self.rated.claim(threads_free, self.paused.current(), nothing_held=not self.held),
+                "claiming rate-limited jobs",
+            )
+            if rated is None:
+                self.in_doubt = True  # it may have committed all the same: see release_unheld()
+                rated = []
+        if rated_first and free > len(rated):
+            ordinary = self._guarded(lambda: self.claim(free - len(rated)), "claiming jobs")
+            if ordinary is None:
+                self.in_doubt = True
+                if not rated:
+                    return None
+                ordinary = []
+        self.came_short = len(ordinary) < free - len(rated)
+        return [*rated, *ordinary]
+
     def claim(self, limit: int) -> list[Job]:
         worker = self.identity
         waiting = self.held.alone is None  # one job that must run alone at a time
-        paused = self.paused.current()
+        # A rate-limited queue's jobs are claimed within its rate only; left out here, in case
+        # one was enqueued by a process without DBJOBS_QUEUE_LIMITS (see rates.sync_blocked()).
+        paused = self.paused.current() | self.rated.all_names()
         using = worker.using
         return claim(
             Job, lambda: Job.objects.using(using), using, worker.id, limit, worker.queues, waiting, paused
         )
-
-    def claim_rated(self, limit: int) -> list[Job]:
-        """Claim from the rate-limited queues this worker serves, within their rates.
-
-        The queues take turns at going first, so one with a backlog never takes every
-        free thread from the others.
-        """
-        jobs: list[Job] = []
-        paused = self.paused.current()
-        queues = list(self.rated.queues.items())
-        self.rated.turn = (self.rated.turn + 1) % len(queues)
-        for queue, rate in queues[self.rated.turn :] + queues[: self.rated.turn]:
-            if limit - len(jobs) <= 0:
-                break
-            if queue not in paused:
-                waiting = self.held.alone is None and not any(j.isolation for j in jobs)
-                jobs += self.rated.claims.claim(queue, rate, limit - len(jobs), waiting)
-        return jobs
 
     def _guarded(self, action, what: str):
         """Run `action` once through the outage policy; any other error is logged, never fatal."""

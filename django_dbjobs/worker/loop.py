@@ -121,7 +121,7 @@ class Worker:
 
     def _job_stuck(self, armed) -> None:
         """A job ran past its timeout and would not stop: record it, then end this process (stuck.py)."""
-        stuck.give_up(armed, self.id, self._outage, self._held, self.shutdown_grace)
+        stuck.give_up(armed, self.id, self._outage, self._held, self.shutdown_grace, self.parts.stuck)
         self.exit_status = stuck.EXIT_STATUS
         self.stop()  # the other jobs finish within the grace; the process then exits
 
@@ -170,6 +170,7 @@ class Worker:
                 continue
             self._acks.flush()
             self.admitter.admit_if_due()
+            self.claimer.rated.sync_if_due(self._outage.call)
             if self._drained:
                 # The wake-up's claim found fewer due jobs than it asked for, a moment ago:
                 # another now would find none, and would only hold the interpreter while the
@@ -224,6 +225,8 @@ class Worker:
         deadline = timeouts.due_in()
         if deadline is not None:
             wait = min(wait, deadline + 0.01)
+        if self._held:  # a cancel request is looked for once a second, whatever the poll interval
+            wait = min(wait, self.parts.cancels.due_in() + 0.01)
         return wait if self._scheduler is None else min(wait, self._scheduler.due_in())
 
     def job_done(self, job: Job, seconds: float | None = None) -> None:

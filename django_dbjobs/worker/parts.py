@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..db.outage import Outage
-from ..flow.admission import Admitter, Scope
+from ..flow.admission import Scope
+from ..flow.admitter import Admitter
 from ..models import Job
 from . import timeouts
 from .acks import SuccessBatch
@@ -42,6 +43,8 @@ class Parts:
     claimer: Claimer
     admitter: Admitter
     cancels: CancelWatch
+    #: Stuck jobs with a concurrency key, recorded at the end of the shutdown (stuck.py).
+    stuck: list = field(default_factory=list)
 
 
 def assemble(

@@ -15,7 +15,7 @@ import time
 from django.db import DatabaseError, InterfaceError, connections
 
 from ..models import WorkerProcess
-from . import async_jobs
+from . import async_jobs, stuck, timeouts
 from .parts import Parts
 
 logger = logging.getLogger("django_dbjobs")
@@ -34,6 +34,10 @@ def shut_down(parts: Parts, grace: float) -> None:
         wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
         wake.clear()
     acks.flush(force=True)
+    for job in held.all():
+        if job.concurrency_key is not None:
+            # Given back, its slot goes to the next job of its key: this run must not go on.
+            timeouts.stop_lost(job)
     claimer.release(held.all())
     cancelled = async_jobs.cancel_all()  # released: they must not run on (async_jobs.py)
     if cancelled:
@@ -41,6 +45,7 @@ def shut_down(parts: Parts, grace: float) -> None:
     # A job that finished while the release ran: its success is stored now, or
     # dropped by the fence if the release got there first (then it runs again).
     acks.flush(force=True)
+    stuck.record_deferred(parts.stuck, parts.identity.id, parts.outage)  # the last write before exit
     parts.threads.stop()
     heartbeat = parts.lease.heartbeat  # set before it starts: stopped even if the start failed after
     if heartbeat is not None:

@@ -46,28 +46,47 @@ def record(armed, worker: str, outage: Outage, min_delay: float) -> bool:
         )
     with enqueuer_context.restoring_safely(job.context):
         status = execution.record_failure(job, worker, failure, registered, outage, min_delay=min_delay)
+    return status is not None
+
+
+def _log(armed, then: str) -> None:
+    job = armed.job
     if timeouts.interrupted_for_cancel(armed):
         what = "was cancelled and cannot be interrupted id=%s name=%s: %s"
         details = (job.pk, job.name)
     else:
         what = "ran past its timeout and cannot be interrupted id=%s name=%s timeout=%ss: %s"
         details = (job.pk, job.name, armed.seconds)
-    logger.error(
-        "Job " + what,
-        *details,
-        "stopping this worker process (exit status 3) for its supervisor to replace it",
-    )
-    return status is not None
+    logger.error("Job " + what, *details, then)
 
 
-def give_up(armed, worker: str, outage: Outage, held: HeldJobs, grace: float) -> None:
+def give_up(armed, worker: str, outage: Outage, held: HeldJobs, grace: float, deferred: list) -> None:
     """Record the stuck job (never raises), and stop holding it: its thread may never give it back.
 
     Its retry waits until this process is gone, so the stuck call cannot overlap it
     (the grace, then the process's own exit: heartbeat, listener, threads, its row).
+    A job with a concurrency key is recorded only at the very end of the shutdown
+    (record_deferred()): its outcome frees its key's slot, and the stuck call runs on
+    until the process exits.
     """
+    then = "stopping this worker process (exit status 3) for its supervisor to replace it"
+    if armed.job.concurrency_key is not None:
+        _log(armed, then + "; recorded as it exits, its concurrency slot held until then")
+        deferred.append(armed)
+    else:
+        _log(armed, then)
+        _record_safely(armed, worker, outage, min_delay=grace + timeouts.STUCK_AFTER + 30)
+    held.remove([armed.job])
+
+
+def record_deferred(deferred: list, worker: str, outage: Outage) -> None:
+    """Record the stuck keyed jobs give_up() left for the end of the shutdown (never raises)."""
+    for armed in deferred:
+        _record_safely(armed, worker, outage, min_delay=30)
+
+
+def _record_safely(armed, worker: str, outage: Outage, min_delay: float) -> None:
     try:
-        record(armed, worker, outage, min_delay=grace + timeouts.STUCK_AFTER + 30)
+        record(armed, worker, outage, min_delay=min_delay)
     except Exception:  # noqa: BLE001 - the worker stops all the same
         logger.exception("Could not record the timeout of job id=%s", armed.job.pk)
-    held.remove([armed.job])

@@ -243,11 +243,21 @@ def cancel(job_pk: str) -> bool:
     return False
 
 
-def stop_lost(job_pk: str) -> bool:
-    """Interrupt the running job `job_pk`, which this worker lost (its outcome is dropped anyway)."""
+def running() -> list:
+    """The jobs running on this process's job threads (their pickups, as claimed)."""
+    with _lock:
+        return [armed.job for armed in _armed.values()]
+
+
+def stop_lost(job) -> bool:
+    """Interrupt this run of `job` (the very object claimed), which this worker lost or gave back.
+
+    Matched by identity, not id: a worker that claimed the job again after losing it runs
+    another pickup of it, which must go on.
+    """
     with _lock:
         for armed in _armed.values():
-            if armed.job.pk == job_pk and armed.interrupted_at is None:
+            if armed.job is job and armed.interrupted_at is None:
                 _interrupt(armed, LOST, time.monotonic())
                 return armed.interrupted_at is not None
     return False

@@ -124,6 +124,7 @@ def test_the_admission_gives_a_key_its_limit_and_the_claim_skips_waiting_jobs():
     assert sorted(j.pk for j in claimed) == sorted(j.pk for j in keyed[:2])  # in claim order
     assert admission.admit("default") == 0  # running jobs hold the slots
     claimed[0].mark_succeeded("w1", 0)
+    assert Job.objects.get(pk=claimed[0].pk).blocked == Blocked.DONE  # finished: holds no slot
     assert admission.admit("default") == 1
     assert Job.objects.filter(blocked=Blocked.NONE, status=JobStatus.READY).get().pk == keyed[2].pk
 

@@ -26,8 +26,10 @@ def waiting_keys_sql(model, using: str) -> str:
     table = connection.ops.quote_name(model._meta.db_table)
     waiting = "status = 'READY' AND blocked = 'CONCURRENCY'"
     if connection.vendor == "mysql":
+        # On the plain (blocked, concurrency_key, ...) index: status is not in it, and
+        # blocked = 'CONCURRENCY' holds only for READY jobs (indexes.py KeyedJobsIndex).
         sql = (
-            f"SELECT concurrency_key FROM {table} WHERE {waiting} AND concurrency_key > %s"
+            f"SELECT concurrency_key FROM {table} WHERE blocked = 'CONCURRENCY' AND concurrency_key > %s"
             " GROUP BY concurrency_key ORDER BY concurrency_key LIMIT %s"
         )
     else:

@@ -17,27 +17,39 @@ class PartialIndex(models.Index):
 
     where: Q
     lead: tuple[str, ...] = ()
+    #: The plain index's columns in full, where lead + fields will not do (KeyedJobsIndex).
+    plain: tuple[str, ...] = ()
 
     def __init__(
-        self, *args, where: Q | None = None, lead: list[str] | tuple[str, ...] | None = None, **kwargs
+        self,
+        *args,
+        where: Q | None = None,
+        lead: list[str] | tuple[str, ...] | None = None,
+        plain: list[str] | tuple[str, ...] | None = None,
+        **kwargs,
     ):
         super().__init__(*args, **kwargs)
         if where is not None:
             self.where = where
         if lead is not None:
             self.lead = tuple(lead)
+        if plain is not None:
+            self.plain = tuple(plain)
 
     def deconstruct(self):
         # Written out in migrations, so a later change of a condition is a new migration,
         # not a silent difference between old and new databases.
         path, args, kwargs = super().deconstruct()
-        return path, args, {**kwargs, "where": self.where, "lead": list(self.lead)}
+        kwargs = {**kwargs, "where": self.where, "lead": list(self.lead)}
+        if self.plain:
+            kwargs["plain"] = list(self.plain)
+        return path, args, kwargs
 
     def create_sql(self, model, schema_editor, using="", **kwargs):
         if schema_editor.connection.features.supports_partial_indexes:
             index = models.Index(fields=self.fields, name=self.name, condition=self.where)
         else:
-            index = models.Index(fields=[*self.lead, *self.fields], name=self.name)
+            index = models.Index(fields=list(self.plain or [*self.lead, *self.fields]), name=self.name)
         return index.create_sql(model, schema_editor, using=using, **kwargs)
 
 
@@ -89,11 +101,20 @@ class RatedJobsIndex(PartialIndex):
     read by the other claims."""
 
     where = Q(status="READY", blocked="RATE")
-    lead = ("status", "blocked")
+    # Not led by status on MySQL: a status change of any job (two per run) would rewrite
+    # its entry. ``blocked = 'RATE'`` holds only for READY jobs.
+    lead = ("blocked",)
 
 
 class KeyedJobsIndex(PartialIndex):
     """Jobs with a concurrency key, by state and key: the slots a key holds, and the jobs
-    waiting for one in claim order (flow/admission.py). Jobs without a key are left out."""
+    waiting for one in claim order (flow/admission.py). Jobs without a key are left out.
+
+    MySQL/MariaDB, which index every row, get ``plain``: led by ``blocked`` and without
+    ``status``, so a job without a key (``blocked`` stays '') never has its entry rewritten
+    when its status changes. ``blocked`` tells the key's jobs apart by itself there:
+    CONCURRENCY (waiting), NONE or RATE (holding a slot), DONE (finished).
+    """
 
     where = Q(concurrency_key__isnull=False)
+    plain = ("blocked", "concurrency_key", "-priority", "run_at", "id")

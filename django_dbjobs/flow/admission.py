@@ -157,7 +157,9 @@ def prune_idle_keys(using: str, batch_size: int = 1000) -> int:
     deadlock. A key used again later gets its row back at its first admission.
     """
     active = Job.objects.using(using).filter(
-        concurrency_key__isnull=False, status__in=[JobStatus.READY, JobStatus.RUNNING]
+        concurrency_key__isnull=False,
+        status__in=[JobStatus.READY, JobStatus.RUNNING],
+        blocked__in=[*HOLDING, Blocked.CONCURRENCY],  # on MySQL's index, which has no status
     )
     locks = ConcurrencyKey.objects.using(using)
     idle = list(

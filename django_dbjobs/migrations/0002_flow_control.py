@@ -42,7 +42,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='job',
             name='blocked',
-            field=models.CharField(blank=True, choices=[('', 'No'), ('CONCURRENCY', 'Waiting for a concurrency slot'), ('RATE', 'In a rate-limited queue: claimed within its rate')], db_default='', default='', editable=False, help_text='Why a ready job is not claimed yet.', max_length=12, verbose_name='blocked'),
+            field=models.CharField(blank=True, choices=[('', 'No'), ('CONCURRENCY', 'Waiting for a concurrency slot'), ('RATE', 'In a rate-limited queue: claimed within its rate'), ('DONE', 'Finished: holds no concurrency slot')], db_default='', default='', editable=False, help_text='Why a ready job is not claimed yet.', max_length=12, verbose_name='blocked'),
         ),
         migrations.AddField(
             model_name='job',

@@ -27,11 +27,11 @@ class Migration(migrations.Migration):
         ),
         AddIndexOnline(
             model_name='job',
-            index=django_dbjobs.db.indexes.RatedJobsIndex(fields=['queue', '-priority', 'run_at', 'id'], lead=['status', 'blocked'], name='dbjobs_job_rated_idx', where=models.Q(('blocked', 'RATE'), ('status', 'READY'))),
+            index=django_dbjobs.db.indexes.RatedJobsIndex(fields=['queue', '-priority', 'run_at', 'id'], lead=['blocked'], name='dbjobs_job_rated_idx', where=models.Q(('blocked', 'RATE'), ('status', 'READY'))),
         ),
         AddIndexOnline(
             model_name='job',
-            index=django_dbjobs.db.indexes.KeyedJobsIndex(fields=['status', 'blocked', 'concurrency_key', '-priority', 'run_at', 'id'], lead=[], name='dbjobs_job_keyed_idx', where=models.Q(('concurrency_key__isnull', False))),
+            index=django_dbjobs.db.indexes.KeyedJobsIndex(fields=['status', 'blocked', 'concurrency_key', '-priority', 'run_at', 'id'], lead=[], name='dbjobs_job_keyed_idx', plain=['blocked', 'concurrency_key', '-priority', 'run_at', 'id'], where=models.Q(('concurrency_key__isnull', False))),
         ),
         RemoveIndexOnline(model_name="job", name="dbjobs_job_claim_idx"),
     ]

@@ -8,7 +8,7 @@ from django.db.models import Case, F, When
 from django.db.models.functions import Now
 
 from .. import db
-from .states import Isolation, JobStatus, blocked_again
+from .states import Isolation, JobStatus, blocked_again, done_if_keyed
 
 
 class JobOutcomes:
@@ -39,6 +39,7 @@ class JobOutcomes:
             finished_at=Now(),
             active_key=None,
             isolation=Isolation.NONE,
+            blocked=done_if_keyed(),
         )
 
     def mark_for_retry(self, worker: str, error: dict, delay: float) -> bool:
@@ -71,6 +72,7 @@ class JobOutcomes:
             finished_at=Now(),
             active_key=None,
             isolation=Isolation.NONE,
+            blocked=done_if_keyed(),
             **refund,
         )
         if won and unstarted:
@@ -129,7 +131,11 @@ class JobOutcomes:
         }
         if self.attempts >= self.max_attempts:
             changes.update(
-                status=JobStatus.FAILED, finished_at=Now(), active_key=None, isolation=Isolation.NONE
+                status=JobStatus.FAILED,
+                finished_at=Now(),
+                active_key=None,
+                isolation=Isolation.NONE,
+                blocked=done_if_keyed(),
             )
         else:
             changes.update(status=JobStatus.READY, isolation=Isolation.WAITING, blocked=blocked_again())

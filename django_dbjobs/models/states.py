@@ -1,7 +1,7 @@
 """The values a job's state columns take, and the claim order."""
 
 from django.db import models
-from django.db.models import Case, Value, When
+from django.db.models import Case, F, Value, When
 from django.utils.translation import gettext_lazy as _
 
 from ..conf import settings
@@ -31,12 +31,15 @@ class Blocked(models.TextChoices):
     (flow/admission.py) gives it one of its key's slots: READY to Django, never claimed
     before then, and never read again by any claim while it waits. A job of a
     rate-limited queue (DBJOBS_QUEUE_LIMITS) is RATE: only the claims within the queue's
-    rate take it (flow/rates.py), on an index of its own. A claimed job is NONE.
+    rate take it (flow/rates.py), on an index of its own. A claimed job is NONE; a finished
+    job with a key is DONE, so the jobs holding a key's slots are found without reading its
+    history (MySQL's keyed-jobs index has no status column: see db/indexes.py).
     """
 
     NONE = "", _("No")
     CONCURRENCY = "CONCURRENCY", _("Waiting for a concurrency slot")
     RATE = "RATE", _("In a rate-limited queue: claimed within its rate")
+    DONE = "DONE", _("Finished: holds no concurrency slot")
 
 
 class Isolation(models.TextChoices):
@@ -82,3 +85,13 @@ def blocked_again():
     if rated:
         whens.append(When(queue__in=rated, then=Value(Blocked.RATE)))
     return Case(*whens, default=Value(Blocked.NONE), output_field=models.CharField())
+
+
+def done_if_keyed():
+    """The ``blocked`` value of a job finishing: DONE for a keyed job, unchanged otherwise
+    (a write that leaves it alone changes no index entry of an unkeyed job)."""
+    return Case(
+        When(concurrency_key__isnull=False, then=Value(Blocked.DONE)),
+        default=F("blocked"),
+        output_field=models.CharField(),
+    )

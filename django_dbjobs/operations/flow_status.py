@@ -94,7 +94,11 @@ class FlowStatus:
 
 def read_flow(using: str = "default", queues: list[str] | None = None) -> FlowStatus:
     jobs = Job.objects.using(using)
-    active = jobs.filter(concurrency_key__isnull=False, status__in=[JobStatus.READY, JobStatus.RUNNING])
+    active = jobs.filter(
+        concurrency_key__isnull=False,
+        status__in=[JobStatus.READY, JobStatus.RUNNING],
+        blocked__in=[*HOLDING, Blocked.CONCURRENCY],  # on MySQL's index, which has no status
+    )
     keys = (
         active.values("concurrency_key")
         .annotate(

@@ -79,8 +79,7 @@ class FailedJobAdmin(JobAdminBase):
 
     def has_retry_permission(self, request, obj=None) -> bool:
         """Retrying is changing a dead letter: the `change` permission (the page itself stays read-only)."""
-        opts = self.opts
-        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+        return self.may_change_jobs(request)
 
     def delete_fenced(self, queryset) -> int:
         return queryset.delete_all()[0]

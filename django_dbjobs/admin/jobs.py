@@ -60,6 +60,11 @@ class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAd
     def has_change_permission(self, request, obj=None) -> bool:
         return False  # the detail page is read-only; state changes are actions
 
+    def may_change_jobs(self, request) -> bool:
+        """The model's `change` permission, which the actions that change jobs ask for."""
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+
     def get_actions(self, request, action_location=None):
         # action_location: Django 6.1's actions on the change form; absent on 5.2.
         extra = {} if action_location is None else {"action_location": action_location}
@@ -179,29 +184,27 @@ class JobAdmin(JobAdminBase):
         cancelled = queryset.delete_ready()
         skipped = max(selected_count(request) - cancelled, 0)
         log_change(request, "cancelled ready jobs", cancelled=cancelled, skipped=skipped)
-        self.message_user(
+        self._told(
             request,
-            ngettext("%(n)d ready job cancelled.", "%(n)d ready jobs cancelled.", cancelled)
-            % {"n": cancelled}
-            + (
-                " "
-                + ngettext(
-                    "%(n)d skipped: not ready (running or finished).",
-                    "%(n)d skipped: not ready (running or finished).",
-                    skipped,
-                )
-                % {"n": skipped}
-                if skipped
-                else ""
+            cancelled,
+            ngettext("%(n)d ready job cancelled.", "%(n)d ready jobs cancelled.", cancelled),
+            skipped,
+            ngettext(
+                "%(n)d skipped: not ready (running or finished).",
+                "%(n)d skipped: not ready (running or finished).",
+                skipped,
             ),
-            messages.SUCCESS if cancelled else messages.WARNING,
         )
         return None
 
+    def _told(self, request, done: int, said: str, skipped: int, skipped_said: str) -> None:
+        """Tell the user how many jobs an action changed, and how many it skipped and why."""
+        text = said % {"n": done} + (" " + skipped_said % {"n": skipped} if skipped else "")
+        self.message_user(request, text, messages.SUCCESS if done else messages.WARNING)
+
     def has_stop_permission(self, request, obj=None) -> bool:
         """Stopping a running job changes it: the `change` permission (the page stays read-only)."""
-        opts = self.opts
-        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+        return self.may_change_jobs(request)
 
     @admin.action(description=_("Stop (cancel) selected running jobs"), permissions=["stop"])
     def stop_running(self, request, queryset):
@@ -222,21 +225,15 @@ class JobAdmin(JobAdminBase):
         asked = queryset.request_cancel()
         skipped = max(selected_count(request) - asked, 0)
         log_change(request, "requested cancellation of running jobs", asked=asked, skipped=skipped)
-        self.message_user(
+        self._told(
             request,
-            ngettext("%(n)d running job asked to stop.", "%(n)d running jobs asked to stop.", asked)
-            % {"n": asked}
-            + (
-                " "
-                + ngettext(
-                    "%(n)d skipped: not running, or asked already.",
-                    "%(n)d skipped: not running, or asked already.",
-                    skipped,
-                )
-                % {"n": skipped}
-                if skipped
-                else ""
+            asked,
+            ngettext("%(n)d running job asked to stop.", "%(n)d running jobs asked to stop.", asked),
+            skipped,
+            ngettext(
+                "%(n)d skipped: not running, or asked already.",
+                "%(n)d skipped: not running, or asked already.",
+                skipped,
             ),
-            messages.SUCCESS if asked else messages.WARNING,
         )
         return None

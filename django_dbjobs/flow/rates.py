@@ -73,7 +73,7 @@ def setting_problems(value: object) -> list[str]:
         return [f"DBJOBS_QUEUE_LIMITS must be a dict of queue names to limits, not {value!r}."]
     problems = []
     for queue, limits in value.items():
-        if not isinstance(queue, str) or not queue_name_is_valid(queue):
+        if not isinstance(queue, str) or not QUEUE_NAME.match(queue):
             problems.append(f"DBJOBS_QUEUE_LIMITS: {queue!r} is not a queue name.")
         elif not isinstance(limits, dict) or set(limits) - {"rate"}:
             problems.append(
@@ -87,17 +87,11 @@ def setting_problems(value: object) -> list[str]:
     return problems
 
 
-def queue_name_is_valid(name: str) -> bool:
-    return bool(QUEUE_NAME.match(name))
-
-
 def queue_rates() -> dict[str, Rate]:
     """The rate of each rate-limited queue, from DBJOBS_QUEUE_LIMITS (checked by dbjobs.E031)."""
     if _rates is None:
-        rates = {}
-        for queue, limits in (settings.QUEUE_LIMITS or {}).items():
-            if isinstance(limits, dict) and limits.get("rate") is not None:
-                rates[queue] = Rate.parse(limits["rate"])
+        # The same queues as the jobs' own state says (models.states.rated_queues()).
+        rates = {queue: Rate.parse(settings.QUEUE_LIMITS[queue]["rate"]) for queue in rated_queues()}
         globals()["_rates"] = rates
     return _rates
 

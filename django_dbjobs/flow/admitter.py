@@ -67,8 +67,10 @@ class Admitter:
             raise
         except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
             logger.exception("Unexpected error while admitting jobs with concurrency keys")
-            admitted = None
-        if admitted is None:  # those keys are looked at again on the next look
+            return 0  # the next look, a second from now, tries every key again
+        if admitted is None:  # an outage (waited out once): the freed keys and a look, next turn
+            with self._lock:
+                self._freed |= freed
             self._next_look = 0.0
             return 0
         self.admitted += admitted

@@ -8,6 +8,7 @@ import pytest
 
 from django_dbjobs import enqueue
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
+from django_dbjobs.worker.stop_signals import forwarded
 from tests import jobs
 from tests.conftest import wait_for
 
@@ -131,13 +132,30 @@ def test_a_group_signal_counts_once(run_jobs, record_file):
     supervisor = run_jobs("--processes", "2")
     assert wait_for(started(record_file, "grace")), supervisor.output()
     assert wait_for(lambda: len(children()) == 2), supervisor.output()
-    for pid in children():  # the group's signal reaches the children directly ...
+    pids = children()
+    # The worst case, made certain: both signals pending in a child at once. Two ordinary
+    # SIGTERMs pending together merge into one, with the first sender's pid.
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    for pid in pids:  # the group's signal reaches the children directly ...
         os.kill(pid, signal.SIGTERM)
     supervisor.process.send_signal(signal.SIGTERM)  # ... and the supervisor, which forwards it
+    assert wait_for(lambda: all(forwarded(signal.SIGTERM) in pending(pid) for pid in pids), 10)
+    for pid in pids:
+        os.kill(pid, signal.SIGCONT)
     assert supervisor.wait(30) == 0, supervisor.output()
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCESSFUL, "the running job had its grace: one stop, not two"
     assert "Ignoring SIGTERM from pid" in supervisor.output()
+
+
+def pending(pid: int) -> set[int]:
+    """The signals pending for process `pid` (Linux's /proc)."""
+    for line in open(f"/proc/{pid}/status").read().splitlines():
+        if line.startswith("ShdPnd:"):
+            mask = int(line.split()[1], 16)
+            return {number for number in range(1, 65) if mask & (1 << (number - 1))}
+    raise AssertionError(f"no ShdPnd line for pid {pid}")
 
 
 def test_children_stop_when_the_supervisor_is_killed(run_jobs):

@@ -18,7 +18,7 @@ from django.db import connections
 
 from ..models import Job, JobStatus
 from ..signals import job_finished
-from .stop_signals import STOP_SIGNALS
+from .stop_signals import TAKEN_SIGNALS
 
 LOGGER = logging.getLogger("django_dbjobs")
 #: Seconds between redraws; the most due jobs counted for "left".
@@ -49,7 +49,7 @@ class BurstProgress:
         # Threads inherit the signal mask: this one must not take the worker's SIGTERM
         # (see stop_signals.py), so it starts with the stop signals blocked.
         masked = hasattr(signal, "pthread_sigmask")
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if masked else None
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, TAKEN_SIGNALS) if masked else None
         try:
             self._thread.start()
         finally:

@@ -8,6 +8,11 @@ before it starts any other (threads inherit the mask), and one thread takes them
 with ``sigwait()``: no database call anywhere is ever interrupted. Where that is not
 available (Windows), or for a signal delivered to a thread started earlier, ordinary
 Python handlers do the same job.
+
+A supervisor (``run_jobs --processes``) forwards a stop to its children as a real-time
+signal (FORWARDED): two ordinary signals pending at once merge into one, with the first
+sender's pid, so a group's SIGTERM from systemd arriving just before the supervisor's own
+would swallow it. Real-time signals queue; each one is delivered.
 """
 
 from __future__ import annotations
@@ -21,6 +26,18 @@ from collections.abc import Callable
 logger = logging.getLogger("django_dbjobs")
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+#: The signal a supervisor sends a child for each stop signal (where the system has them).
+FORWARDED: dict[int, int] = (
+    {signal.SIGTERM: signal.SIGRTMIN, signal.SIGINT: signal.SIGRTMIN + 1} if hasattr(signal, "SIGRTMIN") else {}
+)
+#: Every signal the worker takes on its signal thread (and other threads keep blocked).
+TAKEN_SIGNALS = STOP_SIGNALS | set(FORWARDED.values())
+_STOP_FOR = {forwarded: signum for signum, forwarded in FORWARDED.items()}
+
+
+def forwarded(signum: int) -> int:
+    """The signal a supervisor sends its children for `signum`."""
+    return FORWARDED.get(signum, signum)
 
 
 class StopSignals:
@@ -37,10 +54,10 @@ class StopSignals:
         """Take the signals; call it in the main thread, before starting other threads."""
         if threading.current_thread() is not threading.main_thread():
             return
-        for signum in STOP_SIGNALS:
+        for signum in TAKEN_SIGNALS:
             self._previous[signum] = signal.signal(signum, self._handle)
         if hasattr(signal, "pthread_sigmask") and hasattr(signal, "sigwait"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            signal.pthread_sigmask(signal.SIG_BLOCK, TAKEN_SIGNALS)
             self._blocked = True
             self._thread = threading.Thread(target=self._wait, name="dbjobs-signals", daemon=True)
             self._thread.start()
@@ -52,7 +69,7 @@ class StopSignals:
             signal.pthread_kill(self._thread.ident, signal.SIGTERM)  # blocked there: sigwait() returns
             self._thread.join(1)
         if self._blocked:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TAKEN_SIGNALS)
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()
@@ -61,12 +78,15 @@ class StopSignals:
         supervisor = _supervisor_pid()
         while not self._done:
             if supervisor is None or not hasattr(signal, "sigwaitinfo"):
-                signum, sender = signal.sigwait(STOP_SIGNALS), None
+                signum, sender = signal.sigwait(TAKEN_SIGNALS), None
             else:
-                info = signal.sigwaitinfo(STOP_SIGNALS)
+                info = signal.sigwaitinfo(TAKEN_SIGNALS)
                 signum, sender = info.si_signo, info.si_pid
             if self._done:
                 return
+            if signum in _STOP_FOR:
+                self.on_signal(_STOP_FOR[signum])  # a supervisor's forwarded stop
+                continue
             if supervisor is not None and sender not in (None, supervisor, os.getpid()):
                 # A child of run_jobs --processes takes its stop signals from its supervisor
                 # only: systemd (KillMode=control-group) signals the whole group too, and a
@@ -81,7 +101,7 @@ class StopSignals:
             self.on_signal(signum)
 
     def _handle(self, signum, frame) -> None:
-        self.on_signal(signum)
+        self.on_signal(_STOP_FOR.get(signum, signum))
 
 
 def _supervisor_pid() -> int | None:

@@ -3,8 +3,10 @@
 Threads share one interpreter lock, so CPU-bound jobs need processes. Each child is an
 ordinary ``run_jobs`` (the same options, minus ``--processes``) with its own WorkerProcess
 row, in a process group of its own: a terminal's Ctrl-C reaches only the supervisor, which
-forwards every SIGTERM/SIGINT to every child. The first asks them to finish their jobs,
-a second to give them back and exit at once: the worker's own rules, for the group.
+forwards every SIGTERM/SIGINT to every child (as a real-time signal, which is never merged
+with a signal systemd sent the whole group: see stop_signals.py). The first asks them to
+finish their jobs, a second to give them back and exit at once: the worker's own rules,
+for the group.
 
 A child that dies is started again after a pause that doubles while it keeps dying young
 (RESTART_PAUSE up to MAX_RESTART_PAUSE); every death is logged as an error with its exit
@@ -22,6 +24,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+
+from .stop_signals import FORWARDED, forwarded
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -94,7 +98,7 @@ class Supervisor:
             self._forwarded += 1
             for child in self.children:
                 if child.process is not None and child.process.poll() is None:
-                    child.process.send_signal(signum)  # the worker's own rules: finish, then release
+                    child.process.send_signal(forwarded(signum))  # the worker's rules: finish, then release
                 elif child.restart_at is not None:
                     child.done = True  # waiting for a restart: there is nothing to stop
 
@@ -120,7 +124,7 @@ class Supervisor:
             if self.signals:
                 child.done = True
                 # A child still starting has no handlers yet: a forwarded signal ends it, as asked.
-                if status != 0 and -status not in STOP_SIGNALS:
+                if status != 0 and -status not in (*STOP_SIGNALS, *FORWARDED.values()):
                     self.failed = True
                 continue
             if self.burst and status == 0:

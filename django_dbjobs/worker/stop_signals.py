@@ -27,9 +27,9 @@ logger = logging.getLogger("django_dbjobs")
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 #: The signal a supervisor sends a child for each stop signal (where the system has them).
-FORWARDED: dict[int, int] = (
-    {signal.SIGTERM: signal.SIGRTMIN, signal.SIGINT: signal.SIGRTMIN + 1} if hasattr(signal, "SIGRTMIN") else {}
-)
+FORWARDED: dict[int, int] = {}
+if hasattr(signal, "SIGRTMIN"):
+    FORWARDED.update({signal.SIGTERM: signal.SIGRTMIN, signal.SIGINT: signal.SIGRTMIN + 1})
 #: Every signal the worker takes on its signal thread (and other threads keep blocked).
 TAKEN_SIGNALS = STOP_SIGNALS | set(FORWARDED.values())
 _STOP_FOR = {forwarded: signum for signum, forwarded in FORWARDED.items()}

@@ -73,3 +73,15 @@ class JobCancelled(JobInterrupted):
 
 class UnimportedJobWarning(RuntimeWarning):
     """A job is defined in a module workers do not import: they would hand its jobs back as unknown."""
+
+
+class DependencyFailed(JobCancelled):
+    """Recorded for a job enqueued ``after=`` others when one of them failed: it never ran.
+
+    Never raised in a job; its class path is the stored error of such a job (a dead
+    letter, cancelled), and what ``django.tasks`` reports for it.
+    """
+
+
+class BatchFinished(InvalidJob):
+    """A job was added to a batch that has finished: its callbacks already ran."""

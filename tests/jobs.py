@@ -446,3 +446,49 @@ def keyed_sleeps_in_c(account, seconds):
     """Record `started:<account>`, then block in one C call (time.sleep) for `seconds`."""
     record(f"started:{account}")
     time.sleep(seconds)
+
+
+def _record_batch(kind, batch):
+    record(f"{kind}:{batch['description']}:{batch['total']}:{batch['succeeded']}:{batch['failed']}")
+
+
+@job
+def batch_succeeded(batch):
+    """A batch's on_success callback: record it with the batch's counts."""
+    _record_batch("success", batch)
+
+
+@job
+def batch_failed(batch):
+    _record_batch("failure", batch)
+
+
+@job
+def batch_completed(batch):
+    _record_batch("complete", batch)
+
+
+@job
+def noop(n):
+    return None
+
+
+@job
+def fan_out(n, value):
+    """Add `n` jobs to this job's own batch (fan-out in stages)."""
+    from django_dbjobs import enqueue
+
+    for i in range(n):
+        enqueue(record, f"{value}-{i}", batch=current_job().batch_id)
+
+
+@job
+def fails_while_exists(path):
+    if os.path.exists(path):
+        raise ValueError(f"{path} exists")
+    record("recovered")
+
+
+@job
+def pause(seconds):
+    time.sleep(seconds)

@@ -20,6 +20,7 @@ LAYERS = [
     ["context"],
     ["flow"],  # concurrency keys, rate limits, cancel requests
     ["enqueuing"],
+    ["workflows"],  # batches and dependencies (their bookkeeping: models/settling.py)
     ["schedules"],
     ["operations"],
     ["worker"],

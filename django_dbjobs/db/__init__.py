@@ -16,6 +16,7 @@ from django.db.models.functions import Now
 from ..exceptions import UnsupportedDatabase
 from .errors import ErrorKind, classify
 from .indexes import (
+    BatchJobsIndex,
     FailedJobsIndex,
     FinishedJobsIndex,
     KeyedJobsIndex,
@@ -26,12 +27,14 @@ from .indexes import (
     UniqueKeyIndex,
 )
 from .migration_history import pending_migrations, require_migrated
+from .triggers import CHANNEL
 
 __all__ = [
     "ErrorKind",
     "FailedJobsIndex",
     "FinishedJobsIndex",
     "KeyedJobsIndex",
+    "BatchJobsIndex",
     "PartialIndex",
     "RatedJobsIndex",
     "ReadyJobsIndex",
@@ -146,6 +149,16 @@ def supports_listen(using: str = "default") -> bool:
     except ImportError:  # psycopg2: polling only
         return False
     return hasattr(psycopg.Connection, "notifies")
+
+
+def notify_workers(using: str = "default") -> None:
+    """Wake idle workers when this transaction commits: PostgreSQL's NOTIFY (the triggers
+    send it for new and READY-again jobs; a job made claimable otherwise needs this).
+    Elsewhere workers find such jobs at their next poll or probe."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, '')", [CHANNEL])
 
 
 def idle_check_steps(using: str = "default") -> tuple[float, float] | None:

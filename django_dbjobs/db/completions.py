@@ -28,10 +28,12 @@ class WithoutLastWorker(models.Func):
         return template.format(column), params
 
 
-def finish_successes(model, using: str, worker: str, done: list) -> set:
+def finish_successes(model, using: str, worker: str, done: list, without_dependents: bool = False) -> set:
     """Mark (job, return value) pairs SUCCESSFUL in one UPDATE, fenced on owner and pickup.
 
-    Return the ids this worker still owned, and so finished.
+    Return the ids this worker still owned, and so finished. `without_dependents` fences on
+    ``has_dependents = FALSE`` too (models/settling.py: a job others wait for finishes
+    with their bookkeeping).
     """
     connection = connections[using]
     vendor = connection.vendor
@@ -51,6 +53,7 @@ def finish_successes(model, using: str, worker: str, done: list) -> set:
         f"UPDATE {table} SET status = 'SUCCESSFUL', finished_at = {NOW_SQL[vendor]},"
         f" active_key = NULL, isolation = '', return_value = {value_sql}"
         f" WHERE worker = %s AND status = 'RUNNING' AND (id, pickups) IN ({pairs})"
+        + (" AND has_dependents = FALSE" if without_dependents else "")
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params[: 2 * len(values)], worker, *params[2 * len(values) :]])

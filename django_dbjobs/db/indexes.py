@@ -118,3 +118,12 @@ class KeyedJobsIndex(PartialIndex):
 
     where = Q(concurrency_key__isnull=False)
     plain = ("blocked", "concurrency_key", "-priority", "run_at", "id")
+
+
+class BatchJobsIndex(PartialIndex):
+    """The jobs of each batch by status (the batch page, retention); jobs outside batches
+    are left out. MySQL/MariaDB index every row: there it holds the batch alone, so a
+    status change never rewrites the entry of a job outside a batch."""
+
+    where = Q(batch__isnull=False)
+    plain = ("batch",)

@@ -24,7 +24,7 @@ from ..models.states import rated_queues
 from ..registry import discovery
 from ..registry.registered import RegisteredJob
 from ..signals import has_receivers, job_enqueued
-from . import enqueuer_context, insert_one, inserts, rows, validation, wakeup
+from . import enqueuer_context, insert_one, inserts, rows, validation, wakeup, workflow_options
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -174,6 +174,9 @@ def enqueue(
     using: str | None = None,
     concurrency_key: str | None = None,
     concurrency_limit: int | None = None,
+    batch: Any = None,
+    after: Any = None,
+    after_failure: str = "cancel",
     **unknown: Any,
 ) -> Job:
     """Store a job to run `job(*args, **kwargs)` in a worker, and return it.
@@ -185,7 +188,10 @@ def enqueue(
     (-100..100, higher runs first), ``run_at`` (aware datetime) or ``delay``
     (seconds or timedelta), ``max_attempts``, ``unique_key``, ``using`` (database alias),
     ``concurrency_key`` and ``concurrency_limit`` (over the job's own: at most that many
-    jobs of the key run at once; docs/flow-control.rst).
+    jobs of the key run at once; docs/flow-control.rst), ``batch`` (a Batch or its id:
+    the job joins it; inside ``with batch(...)`` it joins that one), ``after`` (jobs or
+    ids: it runs once they have all succeeded) and ``after_failure`` ("cancel", the
+    default, or "run": what it does when one of them fails; docs/workflows.rst).
 
     With ``unique_key``, if a READY or RUNNING job of the same name has that key,
     nothing is written and that job is returned instead.
@@ -205,7 +211,33 @@ def enqueue(
         concurrency_key=concurrency_key,
         concurrency_limit=concurrency_limit,
     )
-    return store(rows.build(fields, using), fields, using)[0]
+    batch_id = workflow_options.batch_of(batch, using)
+    upstream = workflow_options.upstream_ids(after, after_failure)
+    if batch_id is None and not upstream:
+        return store(rows.build(fields, using), fields, using)[0]
+    return _store_in_workflow(fields, using, batch_id, upstream, after_failure == "run")
+
+
+def _store_in_workflow(
+    fields: dict[str, Any], using: str, batch_id: str | None, upstream: list[str], run_on_failure: bool
+) -> Job:
+    """store() a job that joins a batch or waits for other jobs, with its bookkeeping, atomically."""
+    with transaction.atomic(using=using):
+        if batch_id is not None:
+            workflow_options.join(using, batch_id, 1)
+            fields["batch_id"] = batch_id
+        failed: list[str] = []
+        if upstream:
+            pending, failed = workflow_options.wait_for(using, upstream)
+            fields.update(workflow_options.waiting_fields(pending, failed, run_on_failure))
+        instance, created = store(rows.build(fields, using), fields, using)
+        if not created:  # its unique_key's holder was returned: it joins and waits for nothing
+            if batch_id is not None:
+                workflow_options.join(using, batch_id, -1)
+            return instance
+        if upstream:
+            workflow_options.link(using, instance, upstream, failed, run_on_failure)
+    return instance
 
 
 def store(instance: Job, fields: dict[str, Any], using: str, quiet: bool = False) -> tuple[Job, bool]:

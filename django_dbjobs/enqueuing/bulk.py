@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
+from typing import Any
 
 from django.db import router, transaction
 
@@ -12,15 +13,16 @@ from ..exceptions import InvalidJob, InvalidJobArguments
 from ..flow import keys
 from ..models import Blocked, Job
 from ..models.states import rated_queues
-from . import inserts, rows, validation
+from . import inserts, rows, validation, workflow_options
 from .api import JobTarget, _enqueued, job_fields, prepare
 
 
-def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
+def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000, batch: Any = None) -> list[Job]:
     """Store many prepared jobs with bulk_create, in as few INSERTs as batch_size allows.
 
     Pass jobs made by prepare(); all go to the database of the first one. Every job
-    is validated before anything is written.
+    is validated before anything is written. With `batch` (a Batch or its id), or inside
+    ``with batch(...)``, they join that batch.
     """
     jobs = list(jobs)
     if not jobs:
@@ -32,7 +34,12 @@ def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000) -> list[Job]:
             raise InvalidJob("bulk_enqueue() does not take unique_key; use enqueue() for unique jobs.")
         _flow_state(instance)
     using = jobs[0]._state.db or router.db_for_write(Job)
+    batch_id = workflow_options.batch_of(batch, using)
     with transaction.atomic(using=using):
+        if batch_id is not None:
+            workflow_options.join(using, batch_id, len(jobs))
+            for instance in jobs:
+                instance.batch_id = batch_id
         inserts.insert(jobs, using, batch_size=batch_size)
         _enqueued(jobs, using)
     return jobs
@@ -63,6 +70,7 @@ def enqueue_many(
     max_attempts: int | None = None,
     using: str | None = None,
     batch_size: int = 1000,
+    batch: Any = None,
 ) -> list[Job]:
     """Enqueue `job` once per item of `arguments`, each a tuple of positional arguments.
 
@@ -71,7 +79,8 @@ def enqueue_many(
     in as few INSERTs as batch_size allows, in one transaction. For jobs that differ
     in more than their positional arguments, use prepare() and bulk_enqueue().
 
-    ``enqueue_many(send_welcome, [(1,), (2,), (3,)])`` stores three jobs.
+    ``enqueue_many(send_welcome, [(1,), (2,), (3,)])`` stores three jobs. With `batch`
+    (a Batch or its id), or inside ``with batch(...)``, they join that batch.
     """
     items = list(arguments)
     for index, item in enumerate(items):
@@ -90,7 +99,7 @@ def enqueue_many(
                 prepared.append(prepare(job, *item, **options))
             except InvalidJob as exc:
                 raise type(exc)(f"arguments[{index}]: {exc}") from None
-        return bulk_enqueue(prepared, batch_size=batch_size)
+        return bulk_enqueue(prepared, batch_size=batch_size, batch=batch)
     common, using = job_fields(
         job, (), None, queue, priority, run_at, delay, max_attempts, None, using, check_signature=False
     )
@@ -104,10 +113,15 @@ def enqueue_many(
             raise type(exc)(f"arguments[{index}]: {exc}") from None
         each.append({"args": args, "kwargs": {}})
         texts.append(text)
+    batch_id = workflow_options.batch_of(batch, using)
+    if batch_id is not None:
+        common["batch_id"] = batch_id
     jobs = rows.build_many(common, each, using)
     if not jobs:
         return []
     with transaction.atomic(using=using):
+        if batch_id is not None:
+            workflow_options.join(using, batch_id, len(jobs))
         given = frozenset(common)  # args and kwargs included
         # Every job's kwargs are {}: sent once. Each one's args go as the text validated.
         inserts.insert(

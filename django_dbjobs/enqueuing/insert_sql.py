@@ -158,10 +158,12 @@ def _encodable(text: str) -> bool:
 
 
 def _literal(spec: FieldSpec, quote) -> str:
-    """SQL text for a constant default: None, an integer, a string, or JSON."""
+    """SQL text for a constant default: None, a boolean, an integer, a string, or JSON."""
     value = spec.default
     if value is None:
         return "NULL"
+    if isinstance(value, bool):  # PostgreSQL has no cast from an integer to boolean here
+        return "TRUE" if value else "FALSE"
     if spec.is_json:
         return str(quote(json.dumps(value)))
     if isinstance(value, str):

@@ -6,8 +6,10 @@ from .queue import Queue, QueueQuerySet
 from .schedule import DefinedIn, MissedRuns, Schedule, ScheduleQuerySet
 from .schedule_tick import ScheduleTick
 from .worker import WorkerProcess
+from .workflow import Batch, JobDependency
 
 __all__ = [
+    "Batch",
     "Blocked",
     "ConcurrencyKey",
     "DefinedIn",
@@ -15,6 +17,7 @@ __all__ = [
     "FailedJobQuerySet",
     "Isolation",
     "Job",
+    "JobDependency",
     "JobQuerySet",
     "JobStatus",
     "MissedRuns",

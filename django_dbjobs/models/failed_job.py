@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from django.db import IntegrityError, models, transaction
@@ -12,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from .job import Job
 from .queryset import BATCH_SIZE, JobQuerySet
 from .states import Isolation, JobStatus, blocked_again
+from .workflow import Batch
 
 
 @dataclass
@@ -48,6 +50,7 @@ def retry_changes() -> dict:
         "isolation": Isolation.NONE,
         "blocked": blocked_again(),
         "cancel_requested_at": None,
+        "waiting_for": None,
     }
 
 
@@ -76,9 +79,20 @@ class FailedJobQuerySet(JobQuerySet):
         keyed = dict(jobs.filter(pk__in=pks, unique_key__isnull=False).values_list("pk", "unique_key"))
         report = RetryReport()
         with transaction.atomic(using=self.db):
+            # Locked, they stay FAILED until retried here: each one retried takes its
+            # failure back from its batch, if the batch is not finished (its callbacks ran).
+            batches = dict(
+                jobs.select_for_update()
+                .filter(pk__in=pks, batch__isnull=False)
+                .failed()
+                .order_by("pk")
+                .values_list("pk", "batch_id")
+            )
+            retried: list[str] = []
             plain = [pk for pk in pks if pk not in keyed]
             if plain:
                 report.retried += jobs.filter(pk__in=plain).failed().update(**retry_changes())
+                retried += [pk for pk in plain if pk in batches]
             report.not_failed += len(plain) - report.retried
             for pk in keyed:  # one at a time: a key held elsewhere fails only its own statement
                 try:
@@ -89,6 +103,12 @@ class FailedJobQuerySet(JobQuerySet):
                     continue
                 report.retried += changed
                 report.not_failed += 1 - changed
+                if changed and pk in batches:
+                    retried.append(pk)
+            for batch_id, count in Counter(batches[pk] for pk in retried).items():
+                Batch.objects.using(self.db).filter(pk=batch_id, finished_at__isnull=True).update(
+                    failed=F("failed") - count
+                )
         return report
 
 

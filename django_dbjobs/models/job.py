@@ -133,6 +133,32 @@ class Job(JobOutcomes, models.Model):
         help_text=_("Set when a running job is asked to stop; its worker interrupts it."),
     )
 
+    batch = models.ForeignKey(
+        "Batch",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # BatchJobsIndex: jobs outside batches are left out of it
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="jobs",
+        verbose_name=_("batch"),
+    )
+    waiting_for = models.PositiveIntegerField(
+        _("waiting for"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("How many of the jobs this one waits for have not finished yet."),
+    )
+    has_dependents = models.BooleanField(
+        _("has dependents"),
+        default=False,
+        db_default=False,
+        editable=False,
+        help_text=_("Other jobs wait for this one."),
+    )
+
     objects = JobQuerySet.as_manager()
 
     class Meta:
@@ -149,6 +175,7 @@ class Job(JobOutcomes, models.Model):
             db.KeyedJobsIndex(
                 fields=["status", "blocked", "concurrency_key", *CLAIM_ORDER], name="dbjobs_job_keyed_idx"
             ),
+            db.BatchJobsIndex(fields=["batch", "status"], name="dbjobs_job_batch_idx"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["name", "active_key"], name="dbjobs_job_one_active_per_key"),
@@ -175,6 +202,11 @@ class Job(JobOutcomes, models.Model):
     def request_cancel(self) -> None:
         """Tell this running job, in its worker's memory, that its cancellation was requested."""
         self._cancel_requested = True
+
+    @property
+    def in_workflow(self) -> bool:
+        """Whether this job's final outcome counts for a batch or releases other jobs."""
+        return self.batch_id is not None or self.has_dependents
 
     @property
     def is_finished(self) -> bool:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Case, F, When
 from django.db.models.functions import Now
 
 from .. import db
+from . import settling
 from .states import Isolation, JobStatus, blocked_again, done_if_keyed
+
+FINAL = (JobStatus.SUCCESSFUL, JobStatus.FAILED)
 
 
 class JobOutcomes:
@@ -22,13 +26,40 @@ class JobOutcomes:
         """Apply `changes` if `owner` still holds this running job; say whether it did."""
         # The pickup fences too: a worker that lost this job and claimed it again
         # must not finish the new pickup with the old one's outcome.
-        owned = self._jobs().owned_by(owner)
-        won = bool(owned.filter(pk=self.pk, pickups=self.pickups).update(**changes))
+        owned = self._jobs().owned_by(owner).filter(pk=self.pk, pickups=self.pickups)
+        won = self._write(owned, changes)
         if won:
             for field, value in changes.items():
                 if not hasattr(value, "resolve_expression"):
                     setattr(self, field, value)
         return won
+
+    def _write(self, fenced, changes: dict[str, Any]) -> bool:
+        """UPDATE this job's `fenced` row with `changes`; settle its workflow if they are final.
+
+        A job in a batch, or one others wait for, is finished in a transaction with its
+        workflow's bookkeeping (models/settling.py). Any other job is finished with its one
+        UPDATE, fenced on ``has_dependents = FALSE``: a job others started waiting for
+        since its claim (``enqueue(after=...)``) fails that fence, and goes the first way.
+        """
+        if changes.get("status") not in FINAL:
+            return bool(fenced.update(**changes))
+        if not self.in_workflow:
+            if fenced.filter(has_dependents=False).update(**changes):
+                return True
+            if not fenced.filter(has_dependents=True).exists():
+                return False
+        using = self._state.db or "default"
+        with transaction.atomic(using=using):
+            if not fenced.update(**changes):
+                return False
+            # Read under the row's lock: enqueue(after=...) sets it under the same lock.
+            row = fenced.model._base_manager.using(using).filter(pk=self.pk)
+            self.has_dependents = row.values_list("has_dependents", flat=True).get()
+            succeeded = changes["status"] == JobStatus.SUCCESSFUL
+            final = settling.Final(self.pk, self.batch_id, self.has_dependents, succeeded)
+            settling.settle(type(self)._meta.concrete_model, using, [final])
+        return True
 
     def mark_succeeded(self, worker: str, return_value: Any) -> bool:
         """Record success. Return False if the lease was lost."""
@@ -139,7 +170,7 @@ class JobOutcomes:
             )
         else:
             changes.update(status=JobStatus.READY, isolation=Isolation.WAITING, blocked=blocked_again())
-        if not mine.update(**changes):
+        if not self._write(mine, changes):
             return False
         for field, value in changes.items():
             if not hasattr(value, "resolve_expression"):

@@ -10,6 +10,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
 from .. import db
+from . import settling
 from .claim_shape import claim, claim_shape
 from .states import HANDED_BACK_PREFIX, Blocked, Isolation, JobStatus, blocked_again
 
@@ -130,9 +131,18 @@ class JobQuerySet(models.QuerySet):
     def delete_ready(self, batch_size: int = BATCH_SIZE) -> int:
         """Delete the READY jobs among these, `batch_size` at a time; return how many.
 
-        A job a worker claimed meanwhile, or one that finished, is never deleted.
+        A job a worker claimed meanwhile, or one that finished, is never deleted. A job of
+        a workflow (in a batch, waited for, or waiting) is recorded cancelled instead, so
+        its batch and the jobs waiting for it learn of it (models/settling.py).
         """
-        return self.using(self._write_db()).ready()._delete_in_batches(JobStatus.READY, batch_size)[0]
+        ready = self.using(self._write_db()).ready()
+        in_workflow = Q(batch__isnull=False) | Q(has_dependents=True) | Q(blocked=Blocked.AFTER)
+        cancelled = 0
+        for pks in ready.filter(in_workflow)._batches(batch_size):
+            with transaction.atomic(using=ready.db):
+                cancelled += settling.cancel_ready(self.model, ready.db, pks)
+        deleted = ready.exclude(in_workflow)._delete_in_batches(JobStatus.READY, batch_size)[0]
+        return deleted + cancelled
 
     def request_cancel(self) -> int:
         """Ask these RUNNING jobs to stop (fenced on RUNNING, once each); return how many were asked.
@@ -245,7 +255,37 @@ class JobQuerySet(models.QuerySet):
         """
         if not done:
             return []
-        won = db.finish_successes(self.model, self._write_db(), worker, done)
+        using = self._write_db()
+        plain = [(job, value) for job, value in done if not job.in_workflow]
+        won = (
+            db.finish_successes(self.model, using, worker, plain, without_dependents=True) if plain else set()
+        )
+        # A job others started waiting for since its claim fails the plain UPDATE's fence.
+        lost = [job.pk for job, _value in plain if job.pk not in won]
+        gained = set()
+        if lost:
+            owned = self.using(using).owned_by(worker).filter(pk__in=lost, has_dependents=True)
+            gained = set(owned.values_list("pk", flat=True))
+        workflow = [(job, value) for job, value in done if job.in_workflow or job.pk in gained]
+        if workflow:
+            won |= self._finish_successes_in_workflow(using, worker, workflow)
         for job, value in done:
             job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
         return [job for job, _value in done if job.pk in won]
+
+    def _finish_successes_in_workflow(self, using: str, worker: str, done: list[tuple[Job, Any]]) -> set:
+        """finish_successes() for jobs in batches or with dependents: with their bookkeeping,
+        in one transaction (models/settling.py)."""
+        with transaction.atomic(using=using):
+            won = db.finish_successes(self.model, using, worker, done)
+            if not won:
+                return won
+            rows = self.model._base_manager.using(using).filter(pk__in=won)
+            dependents = set(rows.filter(has_dependents=True).values_list("pk", flat=True))
+            finals = []
+            for job, _value in done:
+                if job.pk in won:
+                    job.has_dependents = job.pk in dependents
+                    finals.append(settling.Final(job.pk, job.batch_id, job.has_dependents, succeeded=True))
+            settling.settle(self.model, using, finals)
+        return won

@@ -33,13 +33,16 @@ class Blocked(models.TextChoices):
     rate-limited queue (DBJOBS_QUEUE_LIMITS) is RATE: only the claims within the queue's
     rate take it (flow/rates.py), on an index of its own. A claimed job is NONE; a finished
     job with a key is DONE, so the jobs holding a key's slots are found without reading its
-    history (MySQL's keyed-jobs index has no status column: see db/indexes.py).
+    history (MySQL's keyed-jobs index has no status column: see db/indexes.py). A job
+    enqueued ``after=`` others, and a batch's callback, wait as AFTER until the transaction
+    that stores the last of those outcomes releases them (models/settling.py).
     """
 
     NONE = "", _("No")
     CONCURRENCY = "CONCURRENCY", _("Waiting for a concurrency slot")
     RATE = "RATE", _("In a rate-limited queue: claimed within its rate")
     DONE = "DONE", _("Finished: holds no concurrency slot")
+    AFTER = "AFTER", _("Waiting for other jobs to finish")
 
 
 class Isolation(models.TextChoices):

@@ -1,0 +1,72 @@
+"""batch(): open a batch, enqueue its jobs, and have callbacks run once all have finished."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import router, transaction
+from django.db.models.functions import Now
+
+from ..enqueuing import api, rows
+from ..enqueuing.workflow_options import open_batch
+from ..exceptions import InvalidJob
+from ..models import Batch, Blocked, Job
+from ..models.settling import release_callbacks
+
+#: Longest batch description.
+MAX_DESCRIPTION = 255
+CALLBACKS = ("on_success", "on_failure", "on_complete")
+
+
+@contextmanager
+def batch(
+    *,
+    on_success: Any = None,
+    on_failure: Any = None,
+    on_complete: Any = None,
+    description: str = "",
+    using: str | None = None,
+) -> Iterator[Batch]:
+    """Open a batch: jobs enqueued in the block join it; callbacks run when all have finished.
+
+    ``on_success`` runs if every job succeeded, ``on_failure`` if any failed (dead-lettered
+    or cancelled), ``on_complete`` in either case; each is a job function (``@job`` or a
+    registered name) and is called with one argument, the batch's summary: a dict with
+    ``id``, ``description``, ``total``, ``succeeded`` and ``failed``.
+
+    The block is one transaction (a savepoint inside the caller's): the batch and its jobs
+    are committed together or not at all, and no job of it runs before. Jobs added later,
+    from one of its own jobs (``enqueue(..., batch=current_job().batch_id)``), count too.
+    """
+    using = using or router.db_for_write(Job)
+    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
+        raise InvalidJob(f"description must be a string of at most {MAX_DESCRIPTION} characters.")
+    if open_batch.get() is not None:
+        raise InvalidJob("Batches do not nest: enqueue the inner jobs into the open batch.")
+    targets = {"on_success": on_success, "on_failure": on_failure, "on_complete": on_complete}
+    with transaction.atomic(using=using):
+        opened = Batch.objects.using(using).create(description=description)
+        for kind, target in targets.items():
+            if target is not None:
+                setattr(opened, kind, _waiting_callback(target, using).pk)
+        if any(targets.values()):
+            opened.save(using=using, update_fields=[kind for kind in CALLBACKS if targets[kind]])
+        token = open_batch.set((using, opened.pk))
+        try:
+            yield opened
+        finally:
+            open_batch.reset(token)
+        opened.refresh_from_db(using=using)
+        if opened.total == 0:  # nothing to wait for: finished now
+            Batch.objects.using(using).filter(pk=opened.pk).update(finished_at=Now())
+            opened.refresh_from_db(using=using)
+            release_callbacks(Job, using, opened)
+
+
+def _waiting_callback(target: Any, using: str) -> Job:
+    """Store a batch's callback job, waiting (Blocked.AFTER) until the batch finishes."""
+    fields, using = api.job_fields(target, ({},), None, None, None, None, None, None, None, using)
+    fields.update(blocked=Blocked.AFTER, waiting_for=1)
+    return api.store(rows.build(fields, using), fields, using)[0]

@@ -1,0 +1,89 @@
+"""Batches and dependencies with real run_jobs processes: exactly-once callbacks, kill -9, order."""
+
+import collections
+import os
+import signal
+import time
+
+import pytest
+
+from django_dbjobs import batch, enqueue, enqueue_many
+from django_dbjobs.models import Batch, Job, JobStatus, WorkerProcess
+from tests import jobs
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def live_workers() -> list[int]:
+    """The pids of worker processes that are running (not killed, not zombies)."""
+    pids = []
+    for pid in sorted(WorkerProcess.objects.values_list("pid", flat=True)):
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                if "zombie" not in status.read():
+                    pids.append(pid)
+        except FileNotFoundError:
+            pass
+    return pids
+
+
+def callbacks(record_file):
+    return [line for line in record_file.read_text().split() if line.startswith("complete:")]
+
+
+@pytest.mark.slow
+def test_four_processes_finishing_a_batch_together_run_its_callback_once_twenty_times(run_jobs, record_file):
+    batches = 20
+    for n in range(batches):
+        with batch(description=f"b{n}", on_complete=jobs.batch_completed):
+            enqueue_many(jobs.noop, [(i,) for i in range(2000)])
+    worker = run_jobs("--processes", "4", "--concurrency", "4")
+    assert wait_for(lambda: len(callbacks(record_file)) >= batches, 300), worker.output()
+    assert wait_for(lambda: not Job.objects.exclude(status=JobStatus.SUCCESSFUL).exists(), 30)
+    time.sleep(1)  # a second callback, were there one, would have run by now
+    worker.signal()
+    assert worker.wait() == 0, worker.output()
+    counted = collections.Counter(callbacks(record_file))
+    assert counted == {f"complete:b{n}:2000:2000:0": 1 for n in range(batches)}, counted
+    assert len(set(Job.objects.filter(batch__isnull=False).values_list("worker", flat=True))) >= 4
+    assert Batch.objects.filter(finished_at__isnull=True).count() == 0
+
+
+@pytest.mark.slow
+def test_kill_9_storms_during_a_batch_still_give_one_callback(run_jobs, record_file):
+    with batch(description="storm", on_complete=jobs.batch_completed) as opened:
+        enqueue_many(jobs.pause, [(0.01,) for _ in range(800)])
+    worker = run_jobs("--processes", "2", "--concurrency", "2", env={"DBJOBS_TEST_RESTART_PAUSE": "0.2"})
+    for kill in range(4):
+        assert wait_for(lambda: len(live_workers()) == 2, 30), worker.output()
+        time.sleep(0.5)
+        os.kill(live_workers()[kill % 2], signal.SIGKILL)  # its jobs stay its own until a sweep
+    assert wait_for(lambda: len(callbacks(record_file)) >= 1, 120), worker.output()
+    time.sleep(2)  # a second callback, were there one, would have run by now
+    worker.signal()
+    assert worker.wait() == 0, worker.output()
+    opened.refresh_from_db()
+    assert opened.succeeded + opened.failed == 800 and opened.finished_at is not None
+    assert callbacks(record_file) == [f"complete:storm:800:{opened.succeeded}:{opened.failed}"]
+    statuses = collections.Counter(Job.objects.filter(batch=opened).values_list("status", flat=True))
+    expected = collections.Counter({JobStatus.SUCCESSFUL: opened.succeeded, JobStatus.FAILED: opened.failed})
+    assert statuses == +expected
+
+
+def test_a_chain_runs_in_order_across_threads_and_a_dead_letter_cancels_the_rest(run_jobs, record_file):
+    a = enqueue(jobs.record, "a")
+    b = enqueue(jobs.sleep_then_record, 0.2, "b", after=[a])
+    c = enqueue(jobs.record, "c", after=[b])
+    failing = enqueue(jobs.always_fails, max_attempts=1)
+    d = enqueue(jobs.record, "d", after=[failing])
+    e = enqueue(jobs.record, "e", after=[d])
+    worker = run_jobs("--concurrency", "4")
+    assert wait_for(lambda: "c" in record_file.read_text().split(), 30), worker.output()
+    assert wait_for(lambda: Job.objects.filter(pk=e.pk, status=JobStatus.FAILED).exists(), 30)
+    worker.signal()
+    assert worker.wait() == 0, worker.output()
+    assert record_file.read_text().split() == ["a", "b", "c"]
+    for cancelled in (d, e):
+        cancelled.refresh_from_db()
+        assert cancelled.attempts == 0 and "DependencyFailed" in cancelled.last_error

@@ -1,7 +1,7 @@
 """Background jobs and cron schedules for Django, stored in your database.
 
 Public API: ``job``, ``enqueue``, ``aenqueue``, ``prepare``, ``bulk_enqueue``,
-``enqueue_many``, ``current_job``, ``batch``. Imported lazily so ``import django_dbjobs`` works
+``enqueue_many``, ``current_job``, ``batch``, ``after``. Imported lazily so ``import django_dbjobs`` works
 before Django's apps are ready.
 """
 
@@ -17,6 +17,7 @@ _EXPORTS = {
     "enqueue_many": "enqueuing",
     "current_job": "context",
     "batch": "workflows",
+    "after": "workflows",
 }
 
 __all__ = list(_EXPORTS)

@@ -32,6 +32,11 @@ if task is not None:
         return {"sent_to": user_id}
 
     @task
+    def batch_total(batch):
+        """A batch's callback: its description and how many jobs it had."""
+        return f"{batch['description']}:{batch['total']}"
+
+    @task
     def always_fails(message="boom"):
         raise ValueError(message)
 

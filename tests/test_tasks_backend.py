@@ -499,3 +499,29 @@ def test_the_backend_concurrency_limit_is_the_default_of_tasks_with_a_key(settin
     assert Job.objects.get(pk=keyed.id).concurrency_limit == 2
     defaulted = tasks.check_inbox.enqueue(1)  # a key without a limit: the backend's
     assert Job.objects.get(pk=defaulted.id).concurrency_limit == 4
+
+
+def test_tasks_join_an_open_batch_and_wait_in_an_after_block():
+    from django_dbjobs import after, batch
+    from django_dbjobs.exceptions import InvalidJob
+    from django_dbjobs.models import Batch
+
+    with pytest.raises(InvalidJob), batch(on_complete=tasks.add):  # add(a, b) cannot take the summary
+        pass
+    with batch(description="tasks", on_complete=tasks.batch_total) as opened:
+        first = tasks.add.enqueue(1, 2)
+        with after(first):
+            second = tasks.send_welcome.enqueue(7)
+    assert Job.objects.filter(batch=opened).count() == 2
+    assert Job.objects.get(pk=second.id).blocked == "AFTER"
+    drain()
+    second.refresh()
+    assert second.status == TaskResultStatus.SUCCESSFUL
+    opened = Batch.objects.get(pk=opened.pk)
+    assert (opened.succeeded, opened.failed) == (2, 0)
+    callback = Job.objects.get(pk=opened.on_complete)
+    assert (callback.name, callback.status, callback.return_value) == (
+        "tests.tasks.batch_total",
+        JobStatus.SUCCESSFUL,
+        "tasks:2",
+    )

@@ -19,7 +19,7 @@ from django.utils.module_loading import import_string
 
 from .. import registry
 from ..enqueuing import api as enqueuing
-from ..enqueuing import rows, validation
+from ..enqueuing import validation
 from ..exceptions import InvalidJob
 from ..flow import keys
 from ..models import Job
@@ -124,7 +124,8 @@ class DatabaseBackend(BaseTaskBackend):
             key,
             self.using,
         )
-        job, created = enqueuing.store(rows.build(fields, using), fields, using)
+        # In a ``batch()`` block it joins the batch; in an ``after()`` block, it waits.
+        job, created = enqueuing.store_new(fields, using)
         result = task_result(job, task, self.alias)
         if created:  # a held unique key returns the holder's result: nothing was enqueued
             task_enqueued.send(type(self), task_result=result)

@@ -176,7 +176,7 @@ def enqueue(
     concurrency_limit: int | None = None,
     batch: Any = None,
     after: Any = None,
-    after_failure: str = "cancel",
+    after_failure: str | None = None,
     **unknown: Any,
 ) -> Job:
     """Store a job to run `job(*args, **kwargs)` in a worker, and return it.
@@ -190,8 +190,9 @@ def enqueue(
     ``concurrency_key`` and ``concurrency_limit`` (over the job's own: at most that many
     jobs of the key run at once; docs/flow-control.rst), ``batch`` (a Batch or its id:
     the job joins it; inside ``with batch(...)`` it joins that one), ``after`` (jobs or
-    ids: it runs once they have all succeeded) and ``after_failure`` ("cancel", the
-    default, or "run": what it does when one of them fails; docs/workflows.rst).
+    ids: it runs once they have all succeeded; inside ``with after(...)``, those) and
+    ``after_failure`` ("cancel", the default, or "run": what it does when one of them
+    fails; docs/workflows.rst).
 
     With ``unique_key``, if a READY or RUNNING job of the same name has that key,
     nothing is written and that job is returned instead.
@@ -211,16 +212,24 @@ def enqueue(
         concurrency_key=concurrency_key,
         concurrency_limit=concurrency_limit,
     )
+    return store_new(fields, using, batch=batch, after=after, after_failure=after_failure)[0]
+
+
+def store_new(
+    fields: dict[str, Any], using: str, batch: Any = None, after: Any = None, after_failure: str | None = None
+) -> tuple[Job, bool]:
+    """Build and store() a job from validated `fields`, in its batch and waiting for the jobs
+    `after` names, or those of the open ``batch()`` and ``after()`` blocks."""
     batch_id = workflow_options.batch_of(batch, using)
-    upstream = workflow_options.upstream_ids(after, after_failure)
+    upstream, run_on_failure = workflow_options.waits(after, after_failure)
     if batch_id is None and not upstream:
-        return store(rows.build(fields, using), fields, using)[0]
-    return _store_in_workflow(fields, using, batch_id, upstream, after_failure == "run")
+        return store(rows.build(fields, using), fields, using)
+    return _store_in_workflow(fields, using, batch_id, upstream, run_on_failure)
 
 
 def _store_in_workflow(
     fields: dict[str, Any], using: str, batch_id: str | None, upstream: list[str], run_on_failure: bool
-) -> Job:
+) -> tuple[Job, bool]:
     """store() a job that joins a batch or waits for other jobs, with its bookkeeping, atomically."""
     with transaction.atomic(using=using):
         if batch_id is not None:
@@ -234,10 +243,10 @@ def _store_in_workflow(
         if not created:  # its unique_key's holder was returned: it joins and waits for nothing
             if batch_id is not None:
                 workflow_options.join(using, batch_id, -1)
-            return instance
+            return instance, False
         if upstream:
             workflow_options.link(using, instance, upstream, failed, run_on_failure)
-    return instance
+    return instance, True
 
 
 def store(instance: Job, fields: dict[str, Any], using: str, quiet: bool = False) -> tuple[Job, bool]:

@@ -17,6 +17,10 @@ from ..models import Batch, Blocked, Job, JobDependency, JobStatus, settling
 open_batch: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "dbjobs_open_batch", default=None
 )
+#: The jobs that ``with after(...)`` makes every job enqueued in it wait for: (ids, run on failure).
+open_after: contextvars.ContextVar[tuple[list[str], bool] | None] = contextvars.ContextVar(
+    "dbjobs_open_after", default=None
+)
 #: The most jobs one job can wait for.
 MAX_AFTER = 1000
 AFTER_FAILURE = ("cancel", "run")
@@ -54,8 +58,16 @@ def join(using: str, batch_id: str, count: int) -> None:
     raise InvalidJob(f"There is no batch {batch_id}.")
 
 
+def waits(after: Iterable[Any] | None, after_failure: str | None) -> tuple[list[str], bool]:
+    """The ids of the jobs a new job waits for, and whether it runs if one fails: as given,
+    else as the open ``after()`` block says."""
+    if after is None and after_failure is None and open_after.get() is not None:
+        return open_after.get()
+    return upstream_ids(after, after_failure or "cancel"), after_failure == "run"
+
+
 def upstream_ids(after: Iterable[Any] | None, after_failure: str) -> list[str]:
-    """The ids of the jobs `after` names (Jobs, results with an id, or ids), validated."""
+    """The ids of the jobs `after` names (Jobs, task results, or ids), validated."""
     if after_failure not in AFTER_FAILURE:
         raise InvalidJob(f"after_failure must be 'cancel' or 'run', not {after_failure!r}.")
     if after is None:

@@ -93,6 +93,9 @@ def resolve(target: RegisteredJob | Callable | str) -> RegisteredJob:
         return target
     if isinstance(target, str):
         return get(target)
+    path = getattr(target, "module_path", None)  # a django.tasks Task our backend registered
+    if isinstance(path, str) and isinstance(_registry.get(path), RegisteredJob) and not callable(target):
+        return _registry[path]
     if callable(target):
         name = f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', '')}"
         found = _registry.get(name)

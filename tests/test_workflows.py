@@ -1,11 +1,15 @@
 """Batches and dependencies, run in this process (tests/test_workflow_workers.py: real workers)."""
 
+import datetime
+
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from django_dbjobs import batch, enqueue, enqueue_many
 from django_dbjobs.exceptions import BatchFinished, InvalidJob
 from django_dbjobs.models import Batch, Blocked, FailedJob, Job, JobDependency, JobStatus
+from django_dbjobs.operations import retention
 from django_dbjobs.testing import run_jobs
 from tests import jobs
 
@@ -224,3 +228,57 @@ def test_bad_dependencies_are_refused_and_write_nothing():
         enqueue(jobs.record, "b", after=[a], after_failure="maybe")
     assert list(Job.objects.values_list("pk", flat=True)) == [a.pk]
     assert not Job.objects.get(pk=a.pk).has_dependents and not JobDependency.objects.exists()
+
+
+def age_batch(opened, days):
+    old = timezone.now() - datetime.timedelta(days=days)
+    Batch.objects.filter(pk=opened.pk).update(finished_at=old)
+    Job.objects.filter(batch=opened).update(finished_at=old)
+
+
+def test_retention_deletes_an_old_finished_batch_with_its_jobs_never_one_with_active_jobs(settings, tmp_path):
+    settings.DBJOBS_KEEP_SUCCEEDED = 7 * 86400
+    settings.DBJOBS_KEEP_FAILED = None  # dead letters forever: a batch with one stays
+    with batch(description="old") as old:
+        enqueue_many(jobs.noop, [(i,) for i in range(3)])
+    with batch(description="recent") as recent:
+        enqueue(jobs.noop, 0)
+    with batch(description="busy") as busy:
+        enqueue(jobs.noop, 0)
+    with batch(description="failed") as failed:
+        enqueue(jobs.always_fails, max_attempts=1)
+    run_jobs()
+    age_batch(old, 8)
+    age_batch(busy, 8)
+    age_batch(failed, 8)
+    age_batch(recent, 6)
+    waiting = enqueue(jobs.noop, 1, after=[Job.objects.filter(batch=old).first()])
+    Job.objects.filter(batch=busy).update(status=JobStatus.READY)  # a dead letter retried, say
+    assert retention.Pruner("default").prune_if_due() is None
+    assert set(Batch.objects.values_list("description", flat=True)) == {"recent", "busy", "failed"}
+    assert not Job.objects.filter(batch_id=old.pk).exists()
+    assert Job.objects.filter(batch=busy).count() == 1 and Job.objects.filter(batch=failed).count() == 1
+    assert JobDependency.objects.filter(job=waiting).count() == 1, "the waiting job's own edge stays"
+    Job.objects.filter(pk=waiting.pk).update(status=JobStatus.SUCCESSFUL, finished_at=timezone.now() - datetime.timedelta(days=9))
+    retention.prune(JobStatus.SUCCESSFUL, 7 * 86400)
+    assert not JobDependency.objects.exists(), "edges go with their job"
+
+
+def test_status_counts_open_batches_and_waiting_jobs_are_not_due():
+    import io
+    import json
+
+    from django.core.management import call_command
+
+    with batch(description="open"):
+        first = enqueue(jobs.noop, 1)
+        enqueue(jobs.noop, 2, after=[first])
+    with batch(description="done"):
+        pass
+    out = io.StringIO()
+    call_command("dbjobs_status", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["workflows"]["open_batches"] == 1
+    assert report["workflows"]["oldest_open_batch_age_seconds"] >= 0
+    (default,) = report["queues"]
+    assert (default["ready_due"], default["ready_later"]) == (1, 1), "the waiting job is not due"

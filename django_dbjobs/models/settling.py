@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from django.db import models
 from django.db.models import Case, F, Value, When
-from django.db.models.functions import Now
+from django.db.models.functions import Greatest, Now
 
 from .. import db
 from ..exceptions import DependencyFailed, JobCancelled
@@ -28,6 +28,12 @@ from .workflow import Batch, JobDependency
 DEPENDENCY_FAILED = f"{DependencyFailed.__module__}.{DependencyFailed.__qualname__}"
 #: The error class recorded for a job of a workflow cancelled before it ran.
 CANCELLED = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"
+
+
+def due_now():
+    """The ``run_at`` of a job released now: due from now (its queue's lag counts from
+    here), or later if it was enqueued with a later due time."""
+    return Greatest(F("run_at"), Now())
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ def _waiting_jobs(job_model, using: str, upstream: list[Final]) -> tuple[list[Fi
     for count, pks in still.items():
         jobs.filter(pk__in=pks).update(waiting_for=F("waiting_for") - count)
     if ready:
-        jobs.filter(pk__in=ready).update(waiting_for=None, blocked=blocked_again())
+        jobs.filter(pk__in=ready).update(waiting_for=None, blocked=blocked_again(), run_at=due_now())
     return cancelled, bool(ready)
 
 
@@ -171,7 +177,9 @@ def release_callbacks(job_model, using: str, batch: Batch) -> None:
     wanted = [pk for kind, pk in callbacks.items() if kind in run]
     unwanted = [pk for kind, pk in callbacks.items() if kind not in run]
     if wanted:
-        jobs.filter(pk__in=wanted).update(args=[batch.summary()], waiting_for=None, blocked=blocked_again())
+        jobs.filter(pk__in=wanted).update(
+            args=[batch.summary()], waiting_for=None, blocked=blocked_again(), run_at=due_now()
+        )
     if unwanted:
         jobs.filter(pk__in=unwanted)._raw_delete(using)
 

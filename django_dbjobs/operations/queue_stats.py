@@ -9,7 +9,7 @@ from django.db.models import Case, Count, Min, Q, Value, When
 from django.db.models.functions import Now, TruncMinute
 
 from ..conf import settings
-from ..models import Job, JobStatus, Queue
+from ..models import Blocked, Job, JobStatus, Queue
 from ..models.clock import database_clock
 from ..models.states import HANDED_BACK_PREFIX
 
@@ -51,7 +51,13 @@ def queue_rows(using: str = "default") -> list[QueueRow]:
     active = (
         jobs.filter(status__in=[JobStatus.READY, JobStatus.RUNNING])
         .annotate(
-            is_due=Case(When(Q(status=JobStatus.READY, run_at__lte=Now()), then=Value(True)), default=False)
+            # A job waiting for others (Blocked.AFTER) is not due: it counts as later.
+            is_due=Case(
+                When(
+                    Q(status=JobStatus.READY, run_at__lte=Now()) & ~Q(blocked=Blocked.AFTER), then=Value(True)
+                ),
+                default=False,
+            )
         )
         .values_list("queue", "status", "is_due")
         .annotate(

@@ -21,7 +21,8 @@ from .. import db
 from ..conf import settings
 from ..db.outage import close_broken_connections
 from ..flow import admission
-from ..models import Job, JobStatus
+from ..models import Job, JobDependency, JobStatus
+from . import batch_retention
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -77,7 +78,11 @@ def delete_batch(status: str, older_than: float, queues=None, using="default", b
         # Fenced on the status and the age again: a dead letter retried (and failed again)
         # since it was picked is neither.
         fence = {"status": status, "finished_at__lt": db.seconds_from_now(-older_than)}
-        return Job._base_manager.using(using).filter(pk__in=pks, **fence)._raw_delete(using)
+        deleted = Job._base_manager.using(using).filter(pk__in=pks, **fence)._raw_delete(using)
+        edges = JobDependency.objects.using(using)
+        if edges.exists():  # the jobs some of these waited for: their rows go with them
+            edges.filter(job__in=pks)._raw_delete(using)
+        return deleted
 
 
 def prune(
@@ -134,6 +139,13 @@ class Pruner:
                     self._next = now + CATCH_UP_INTERVAL
             # The lock rows of concurrency keys no job holds or waits for any more.
             if admission.prune_idle_keys(self.using, BATCH_SIZE) >= BATCH_SIZE:
+                self._next = now + CATCH_UP_INTERVAL
+            # Finished batches kept as long as their jobs, then deleted with them.
+            kept = (kept_for(JobStatus.SUCCESSFUL), kept_for(JobStatus.FAILED))
+            if (
+                batch_retention.delete_old_batches(*kept, using=self.using)
+                >= batch_retention.BATCHES_PER_ROUND
+            ):
                 self._next = now + CATCH_UP_INTERVAL
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("Database error while pruning finished jobs: %s", exc)

@@ -1,7 +1,8 @@
 """The health of the queues, for `manage.py dbjobs_status`: counts, lag, workers, and verdicts.
 
 A handful of grouped queries on partial indexes (queue_stats.queue_rows(), the jobs
-handed back as unknown, flow control (flow_status.py), and one on the worker table),
+handed back as unknown, flow control (flow_status.py), open batches (workflow_status.py),
+and one on the worker table),
 never a scan of the finished jobs, so it is cheap enough for a probe that runs every few
 seconds against a table of millions of rows.
 """
@@ -18,6 +19,7 @@ from . import unknown_jobs
 from .flow_status import FlowStatus, read_flow
 from .queue_stats import QueueRow, queue_rows
 from .unknown_jobs import UnknownName
+from .workflow_status import WorkflowStatus, read_workflows
 
 
 @dataclass
@@ -34,6 +36,8 @@ class Status:
     unknown: list[UnknownName] = field(default_factory=list)
     #: Concurrency keys at their limit, rate use, jobs asked to stop.
     flow: FlowStatus = field(default_factory=FlowStatus)
+    #: Batches not finished yet.
+    workflows: WorkflowStatus = field(default_factory=WorkflowStatus)
 
     @property
     def serving(self) -> list[WorkerProcess]:
@@ -84,6 +88,7 @@ class Status:
                 for unknown in self.unknown
             ],
             "flow": self.flow.as_json(),
+            "workflows": self.workflows.as_json(self.checked_at),
             "workers": {
                 "live": len(self.workers),
                 "threads": sum(worker.concurrency for worker in self.workers),
@@ -113,7 +118,15 @@ def read_status(queues: list[str] | None = None, using: str = "default") -> Stat
     handed_back = [row.name for row in rows if row.handed_back]
     unknown = unknown_jobs.waiting(using, handed_back) if handed_back else []
     flow = read_flow(using, queues or None)
-    return Status(database_clock(using), rows, workers, asked=queues or None, unknown=unknown, flow=flow)
+    return Status(
+        database_clock(using),
+        rows,
+        workers,
+        asked=queues or None,
+        unknown=unknown,
+        flow=flow,
+        workflows=read_workflows(using),
+    )
 
 
 def judge(
@@ -188,6 +201,7 @@ def table(status: Status) -> list[str]:
     if not status.queues:
         text.append("(no jobs waiting, running or failed)")
     text.extend(status.flow.lines())
+    text.extend(status.workflows.lines())
     threads = sum(worker.concurrency for worker in status.workers)
     text.append(f"Live workers: {len(status.workers)} ({threads} job threads)")
     for worker in status.workers:

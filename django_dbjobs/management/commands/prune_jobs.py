@@ -8,7 +8,7 @@ from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.management.options import add_database_option, add_queues_option, duration, queue_names
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.operations import retention
+from django_dbjobs.operations import batch_retention, retention
 
 
 class Command(BaseCommand):
@@ -59,6 +59,11 @@ class Command(BaseCommand):
         with saying_to_migrate(using):
             for status in statuses:
                 self._prune(status, queues or None, using, options)
+            if options["status"] == "all" and not queues and not options["dry_run"]:
+                kept = (retention.kept_for(JobStatus.SUCCESSFUL), retention.kept_for(JobStatus.FAILED))
+                batches = batch_retention.delete_old_batches(*kept, using=using, rounds=1_000_000)
+                if batches:
+                    self.stdout.write(f"batches: deleted {batches} finished batches, with their jobs.")
 
     def _prune(self, status, queues, using, options):
         """Delete (or count, with --dry-run) the old finished jobs of one status."""

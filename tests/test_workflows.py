@@ -259,7 +259,8 @@ def test_retention_deletes_an_old_finished_batch_with_its_jobs_never_one_with_ac
     assert not Job.objects.filter(batch_id=old.pk).exists()
     assert Job.objects.filter(batch=busy).count() == 1 and Job.objects.filter(batch=failed).count() == 1
     assert JobDependency.objects.filter(job=waiting).count() == 1, "the waiting job's own edge stays"
-    Job.objects.filter(pk=waiting.pk).update(status=JobStatus.SUCCESSFUL, finished_at=timezone.now() - datetime.timedelta(days=9))
+    nine_days_ago = timezone.now() - datetime.timedelta(days=9)
+    Job.objects.filter(pk=waiting.pk).update(status=JobStatus.SUCCESSFUL, finished_at=nine_days_ago)
     retention.prune(JobStatus.SUCCESSFUL, 7 * 86400)
     assert not JobDependency.objects.exists(), "edges go with their job"
 
@@ -269,6 +270,7 @@ def test_status_counts_open_batches_and_waiting_jobs_are_not_due():
     import json
 
     from django.core.management import call_command
+    from django.core.management.base import CommandError
 
     with batch(description="open"):
         first = enqueue(jobs.noop, 1)
@@ -276,7 +278,8 @@ def test_status_counts_open_batches_and_waiting_jobs_are_not_due():
     with batch(description="done"):
         pass
     out = io.StringIO()
-    call_command("dbjobs_status", "--json", stdout=out)
+    with pytest.raises(CommandError):  # unhealthy: no worker serves the due job
+        call_command("dbjobs_status", "--json", stdout=out)
     report = json.loads(out.getvalue())
     assert report["workflows"]["open_batches"] == 1
     assert report["workflows"]["oldest_open_batch_age_seconds"] >= 0

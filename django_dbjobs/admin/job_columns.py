@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..exceptions import JobCancelled
 from ..models import Blocked, Job, JobStatus
+from ..models.settling import DEPENDENCY_FAILED
 from ..operations import unknown_jobs
 from . import dates, display
 
@@ -22,8 +23,9 @@ def breakable(name: str) -> str:
     return format_html_join(mark_safe("<wbr>"), "{}", ((part,) for part in parts))
 
 
-#: The error class of a cancelled job's last attempt.
+#: The error classes of a cancelled job's last attempt: asked to stop, or a job it waited for failed.
 CANCELLED = f"{JobCancelled.__module__}.{JobCancelled.__qualname__}"
+CANCELLED_CLASSES = (CANCELLED, DEPENDENCY_FAILED)
 
 
 def is_cancelled(job: Job) -> bool:
@@ -31,7 +33,7 @@ def is_cancelled(job: Job) -> bool:
     return (
         job.status == JobStatus.FAILED
         and bool(job.errors)
-        and (job.errors[-1].get("exception_class_path") == CANCELLED)
+        and (job.errors[-1].get("exception_class_path") in CANCELLED_CLASSES)
     )
 
 
@@ -46,6 +48,12 @@ def status_badge(job: Job) -> str:
             '<span class="dbjobs-status dbjobs-waiting-slot" title="{}">{}</span>',
             _("At most %(n)s jobs of this key run at once.") % {"n": job.concurrency_limit},
             _("Waiting for a slot of %(key)s") % {"key": job.concurrency_key},
+        )
+    if job.status == JobStatus.READY and job.blocked == Blocked.AFTER:
+        return format_html(
+            '<span class="dbjobs-status dbjobs-waiting-slot" title="{}">{}</span>',
+            _("Claimable once the jobs it waits for (or its batch, for a batch's callback) have finished."),
+            _("Waiting for other jobs"),
         )
     if job.status == JobStatus.RUNNING and job.cancel_requested_at is not None:
         return format_html(

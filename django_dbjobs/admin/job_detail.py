@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import Q
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from ..models import Job, JobStatus
+from ..models import Batch, Job, JobDependency, JobStatus
 from . import dates, display
+from .links import admin_url
 from .masking import MASK, mask_value, masked_arguments, masked_job, masked_return_value
 
 
@@ -27,6 +29,53 @@ class JobDetailMixin:
             return "-"
         key = MASK if masked_job(job.name) else job.concurrency_key
         return format_html("{} ({})", key, _("at most %(n)s at once") % {"n": job.concurrency_limit})
+
+    @admin.display(description=_("workflow"))
+    def workflow_display(self, job: Job) -> str:
+        """Its batch, the batch it is a callback of, the jobs it waits for, how many wait for it."""
+        parts = []
+        if job.batch_id:
+            batch = Batch.objects.filter(pk=job.batch_id).first()
+            parts.append(
+                format_html(
+                    "{} {}",
+                    _("In batch"),
+                    self._batch_link(batch) if batch else format_html("{} ({})", job.batch_id, _("deleted")),
+                )
+            )
+        callback_of = Batch.objects.filter(
+            Q(on_success=job.pk) | Q(on_failure=job.pk) | Q(on_complete=job.pk)
+        ).first()
+        if callback_of is not None:
+            parts.append(format_html("{} {}", _("Callback of batch"), self._batch_link(callback_of)))
+        upstream = list(job.dependencies.values_list("upstream", "run_on_failure"))
+        if upstream:
+            statuses = dict(
+                Job.objects.filter(pk__in=[pk for pk, _run in upstream]).values_list("pk", "status")
+            )
+            rows = [
+                [
+                    format_html('<a href="{}">{}</a>', admin_url(self, "change", pk, model="job"), pk)
+                    if pk in statuses
+                    else pk,
+                    display.status_badge(statuses[pk]) if pk in statuses else _("deleted"),
+                    _("runs anyway") if run else _("cancels this job"),
+                ]
+                for pk, run in upstream
+            ]
+            parts.append(display.table([_("Waits for"), _("Status"), _("If it fails")], rows))
+        if job.has_dependents:
+            waiting = JobDependency.objects.filter(upstream=job.pk).count()
+            parts.append(_("%(n)s job(s) wait for this one.") % {"n": waiting})
+        if not parts:
+            return "-"
+        return format_html("".join(["<p>{}</p>"] * len(parts)), *parts)
+
+    def _batch_link(self, batch: Batch) -> str:
+        url = admin_url(self, "change", batch.pk, model="batch")
+        return format_html(
+            '<a href="{}">{}</a> ({}/{})', url, batch, batch.succeeded + batch.failed, batch.total
+        )
 
     @admin.display(description=_("arguments"))
     def arguments(self, job: Job) -> str:

@@ -33,6 +33,7 @@ DETAIL_FIELDSETS = [
                 "attempts_display",
                 "unique_key_display",
                 "concurrency_display",
+                "workflow_display",
             ]
         },
     ),

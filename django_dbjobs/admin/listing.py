@@ -65,11 +65,17 @@ class FlowFilter(admin.SimpleListFilter):
     parameter_name = "flow"
 
     def lookups(self, request, model_admin):
-        return [("waiting", _("Waiting for a concurrency slot")), ("stopping", _("Running, asked to stop"))]
+        return [
+            ("waiting", _("Waiting for a concurrency slot")),
+            ("after", _("Waiting for other jobs")),
+            ("stopping", _("Running, asked to stop")),
+        ]
 
     def queryset(self, request, queryset):
         if self.value() == "waiting":
             return queryset.filter(status=JobStatus.READY, blocked=Blocked.CONCURRENCY)
+        if self.value() == "after":
+            return queryset.filter(status=JobStatus.READY, blocked=Blocked.AFTER)
         if self.value() == "stopping":
             return queryset.filter(status=JobStatus.RUNNING, cancel_requested_at__isnull=False)
         return queryset

@@ -16,7 +16,8 @@ JOBS = "/admin/django_dbjobs/job/"
 
 
 def test_the_batch_pages_show_progress_callbacks_and_the_jobs(record_file):
-    with batch(description="thumbnails <5000>", on_success=jobs.batch_succeeded, on_failure=jobs.batch_failed) as b:
+    callbacks = {"on_success": jobs.batch_succeeded, "on_failure": jobs.batch_failed}
+    with batch(description="thumbnails <5000>", **callbacks) as b:
         enqueue(jobs.record, "a")
         enqueue(jobs.always_fails, max_attempts=1)
         enqueue(jobs.record, "c", delay=3600)

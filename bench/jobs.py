@@ -35,3 +35,8 @@ def cpu_5ms():
 @job(concurrency_key="bench:{key}", concurrency_limit=2)
 def keyed_noop(key):
     return None
+
+
+@job
+def batch_done(batch):
+    return batch["total"]

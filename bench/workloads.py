@@ -108,6 +108,10 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
         from bench import flow
 
         results.update(flow.w6_all(runs, scale, taking_turns))
+    if "W7" in only:
+        from bench import workflows
+
+        results.update(workflows.w7_all(runs, scale, taking_turns))
     if "W5" in only:
         # Enough jobs that starting 16 interpreters on 2 cores is not most of what is timed.
         results.update(w5_all(runs, n2 * 10))

@@ -52,23 +52,31 @@ def test_four_processes_finishing_a_batch_together_run_its_callback_once_twenty_
 
 @pytest.mark.slow
 def test_kill_9_storms_during_a_batch_still_give_one_callback(run_jobs, record_file):
+    count = 3000  # 30 s of work for 4 threads: the kills land while the batch runs
     with batch(description="storm", on_complete=jobs.batch_completed) as opened:
-        enqueue_many(jobs.pause, [(0.01,) for _ in range(800)])
+        enqueue_many(jobs.pause, [(0.01,) for _ in range(count)])
     worker = run_jobs("--processes", "2", "--concurrency", "2", env={"DBJOBS_TEST_RESTART_PAUSE": "0.2"})
-    for kill in range(4):
+    kills = 0
+    while kills < 4:
         assert wait_for(lambda: len(live_workers()) == 2, 30), worker.output()
         time.sleep(0.5)
-        os.kill(live_workers()[kill % 2], signal.SIGKILL)  # its jobs stay its own until a sweep
-    assert wait_for(lambda: len(callbacks(record_file)) >= 1, 120), worker.output()
+        alive = live_workers()  # a worker the sweep took for dead re-registers: look again
+        if alive:
+            os.kill(alive[kills % len(alive)], signal.SIGKILL)  # its jobs stay its own until a sweep
+            kills += 1
+    opened.refresh_from_db()
+    assert opened.finished_at is None, "the storm came after the batch: make it longer"
+    assert wait_for(lambda: len(callbacks(record_file)) >= 1, 180), worker.output()
     time.sleep(2)  # a second callback, were there one, would have run by now
     worker.signal()
     assert worker.wait() == 0, worker.output()
     opened.refresh_from_db()
-    assert opened.succeeded + opened.failed == 800 and opened.finished_at is not None
-    assert callbacks(record_file) == [f"complete:storm:800:{opened.succeeded}:{opened.failed}"]
+    assert opened.succeeded + opened.failed == count and opened.finished_at is not None
+    assert callbacks(record_file) == [f"complete:storm:{count}:{opened.succeeded}:{opened.failed}"]
     statuses = collections.Counter(Job.objects.filter(batch=opened).values_list("status", flat=True))
     expected = collections.Counter({JobStatus.SUCCESSFUL: opened.succeeded, JobStatus.FAILED: opened.failed})
     assert statuses == +expected
+    assert "exit_status=-9" in worker.output(), "the workers were killed"
 
 
 def test_a_chain_runs_in_order_across_threads_and_a_dead_letter_cancels_the_rest(run_jobs, record_file):

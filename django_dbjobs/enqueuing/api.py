@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, connections, router, transaction
+from django.db import DatabaseError, OperationalError, connections, router, transaction
 
 from .. import db, registry
 from ..conf import settings
@@ -230,22 +230,42 @@ def store_new(
 def _store_in_workflow(
     fields: dict[str, Any], using: str, batch_id: str | None, upstream: list[str], run_on_failure: bool
 ) -> tuple[Job, bool]:
-    """store() a job that joins a batch or waits for other jobs, with its bookkeeping, atomically."""
-    with transaction.atomic(using=using):
+    """store() a job that joins a batch or waits for other jobs, with its bookkeeping, atomically.
+
+    Outside a transaction, a deadlock with a worker storing an outcome is retried.
+    """
+    for attempt in range(3):
+        try:
+            with transaction.atomic(using=using):
+                return _store_with_bookkeeping(dict(fields), using, batch_id, upstream, run_on_failure)
+        except OperationalError as exc:
+            retry = (
+                not connections[using].in_atomic_block and db.error_kind(exc, using) is db.ErrorKind.OUTAGE
+            )
+            if attempt == 2 or not retry:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _store_with_bookkeeping(
+    fields: dict[str, Any], using: str, batch_id: str | None, upstream: list[str], run_on_failure: bool
+) -> tuple[Job, bool]:
+    # The jobs waited for first, then the batch: the order an outcome's bookkeeping locks in.
+    pending: set[str] = set()
+    failed: list[str] = []
+    if upstream:
+        pending, failed = workflow_options.wait_for(using, upstream)
+        fields.update(workflow_options.waiting_fields(pending, failed, run_on_failure))
+    if batch_id is not None:
+        workflow_options.join(using, batch_id, 1)
+        fields["batch_id"] = batch_id
+    instance, created = store(rows.build(fields, using), fields, using)
+    if not created:  # its unique_key's holder was returned: it joins and waits for nothing
         if batch_id is not None:
-            workflow_options.join(using, batch_id, 1)
-            fields["batch_id"] = batch_id
-        failed: list[str] = []
-        if upstream:
-            pending, failed = workflow_options.wait_for(using, upstream)
-            fields.update(workflow_options.waiting_fields(pending, failed, run_on_failure))
-        instance, created = store(rows.build(fields, using), fields, using)
-        if not created:  # its unique_key's holder was returned: it joins and waits for nothing
-            if batch_id is not None:
-                workflow_options.join(using, batch_id, -1)
-            return instance, False
-        if upstream:
-            workflow_options.link(using, instance, upstream, failed, run_on_failure)
+            workflow_options.join(using, batch_id, -1)
+        return instance, False
+    if upstream:
+        workflow_options.link(using, [instance], upstream, pending, failed, run_on_failure)
     return instance, True
 
 

@@ -17,12 +17,19 @@ from . import inserts, rows, validation, workflow_options
 from .api import JobTarget, _enqueued, job_fields, prepare
 
 
-def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000, batch: Any = None) -> list[Job]:
+def bulk_enqueue(
+    jobs: Iterable[Job],
+    batch_size: int = 1000,
+    batch: Any = None,
+    after: Any = None,
+    after_failure: str | None = None,
+) -> list[Job]:
     """Store many prepared jobs with bulk_create, in as few INSERTs as batch_size allows.
 
     Pass jobs made by prepare(); all go to the database of the first one. Every job
     is validated before anything is written. With `batch` (a Batch or its id), or inside
-    ``with batch(...)``, they join that batch.
+    ``with batch(...)``, they join that batch; with `after` (or inside ``with after(...)``)
+    each waits for those jobs, as enqueue()'s option says.
     """
     jobs = list(jobs)
     if not jobs:
@@ -35,14 +42,39 @@ def bulk_enqueue(jobs: Iterable[Job], batch_size: int = 1000, batch: Any = None)
         _flow_state(instance)
     using = jobs[0]._state.db or router.db_for_write(Job)
     batch_id = workflow_options.batch_of(batch, using)
+    upstream, run_on_failure = workflow_options.waits(after, after_failure)
     with transaction.atomic(using=using):
+        waits = _Waits(using, upstream, run_on_failure)
+        for field, value in waits.fields.items():
+            for instance in jobs:
+                setattr(instance, field, value)
         if batch_id is not None:
             workflow_options.join(using, batch_id, len(jobs))
             for instance in jobs:
                 instance.batch_id = batch_id
         inserts.insert(jobs, using, batch_size=batch_size)
+        waits.link(jobs)
         _enqueued(jobs, using)
     return jobs
+
+
+class _Waits:
+    """What the jobs of one bulk call wait for: their fields, then their dependency rows."""
+
+    def __init__(self, using: str, upstream: list[str], run_on_failure: bool):
+        self.using, self.upstream, self.run_on_failure = using, upstream, run_on_failure
+        self.pending: set[str] = set()
+        self.failed: list[str] = []
+        self.fields: dict[str, Any] = {}
+        if upstream:
+            self.pending, self.failed = workflow_options.wait_for(using, upstream)
+            self.fields = workflow_options.waiting_fields(self.pending, self.failed, run_on_failure)
+
+    def link(self, jobs: list[Job]) -> None:
+        if self.upstream:
+            workflow_options.link(
+                self.using, jobs, self.upstream, self.pending, self.failed, self.run_on_failure
+            )
 
 
 def _flow_state(instance: Job) -> None:
@@ -71,6 +103,8 @@ def enqueue_many(
     using: str | None = None,
     batch_size: int = 1000,
     batch: Any = None,
+    after: Any = None,
+    after_failure: str | None = None,
 ) -> list[Job]:
     """Enqueue `job` once per item of `arguments`, each a tuple of positional arguments.
 
@@ -80,7 +114,8 @@ def enqueue_many(
     in more than their positional arguments, use prepare() and bulk_enqueue().
 
     ``enqueue_many(send_welcome, [(1,), (2,), (3,)])`` stores three jobs. With `batch`
-    (a Batch or its id), or inside ``with batch(...)``, they join that batch.
+    (a Batch or its id), or inside ``with batch(...)``, they join that batch; with `after`
+    (or inside ``with after(...)``) each waits for those jobs, as enqueue()'s option says.
     """
     items = list(arguments)
     for index, item in enumerate(items):
@@ -99,7 +134,9 @@ def enqueue_many(
                 prepared.append(prepare(job, *item, **options))
             except InvalidJob as exc:
                 raise type(exc)(f"arguments[{index}]: {exc}") from None
-        return bulk_enqueue(prepared, batch_size=batch_size, batch=batch)
+        return bulk_enqueue(
+            prepared, batch_size=batch_size, batch=batch, after=after, after_failure=after_failure
+        )
     common, using = job_fields(
         job, (), None, queue, priority, run_at, delay, max_attempts, None, using, check_signature=False
     )
@@ -116,10 +153,13 @@ def enqueue_many(
     batch_id = workflow_options.batch_of(batch, using)
     if batch_id is not None:
         common["batch_id"] = batch_id
-    jobs = rows.build_many(common, each, using)
-    if not jobs:
+    upstream, run_on_failure = workflow_options.waits(after, after_failure)
+    if not each:
         return []
     with transaction.atomic(using=using):
+        waits = _Waits(using, upstream, run_on_failure)
+        common.update(waits.fields)
+        jobs = rows.build_many(common, each, using)
         if batch_id is not None:
             workflow_options.join(using, batch_id, len(jobs))
         given = frozenset(common)  # args and kwargs included
@@ -127,5 +167,6 @@ def enqueue_many(
         inserts.insert(
             jobs, using, batch_size=batch_size, given=given, shared=given - {"args"}, texts={"args": texts}
         )
+        waits.link(jobs)
         _enqueued(jobs, using)
     return jobs

@@ -86,9 +86,9 @@ def upstream_ids(after: Iterable[Any] | None, after_failure: str) -> list[str]:
     return ids
 
 
-def wait_for(using: str, upstream: list[str]) -> tuple[int, list[str]]:
-    """Mark the `upstream` jobs as waited for; return how many have not finished, and the
-    ids of those that failed. InvalidJob, writing nothing it keeps, if one does not exist.
+def wait_for(using: str, upstream: list[str]) -> tuple[set[str], list[str]]:
+    """Mark the `upstream` jobs as waited for; return the ids of those not finished, and of
+    those that failed. InvalidJob, writing nothing it keeps, if one does not exist.
 
     In the caller's transaction: the flag is set under each active job's row lock, so a
     worker finishing one either finishes it first (and it is seen finished here) or sees
@@ -96,32 +96,48 @@ def wait_for(using: str, upstream: list[str]) -> tuple[int, list[str]]:
     """
     jobs = Job.objects.using(using)
     active = [JobStatus.READY, JobStatus.RUNNING]
-    jobs.filter(pk__in=upstream, status__in=active, has_dependents=False).update(has_dependents=True)
+    jobs.filter(pk__in=sorted(upstream), status__in=active, has_dependents=False).update(has_dependents=True)
     found = dict(jobs.select_for_update().filter(pk__in=upstream).order_by("pk").values_list("pk", "status"))
     missing = [pk for pk in upstream if pk not in found]
     if missing:
         raise InvalidJob(f"after: there is no job {', '.join(missing)} (deleted, or never enqueued).")
-    pending = sum(1 for status in found.values() if status in active)
+    pending = {pk for pk, status in found.items() if status in active}
     failed = [pk for pk, status in found.items() if status == JobStatus.FAILED]
     return pending, failed
 
 
-def link(using: str, job: Job, upstream: list[str], failed: list[str], run_on_failure: bool) -> None:
-    """Store the edges of a new job that waits; cancel it now if a job it waits for failed."""
+def waiting_fields(pending: set[str], failed: list[str], run_on_failure: bool) -> dict[str, Any]:
+    """The fields of a new job that waits for the `pending` jobs (none: it is claimable at once)."""
+    if pending and not (failed and not run_on_failure):
+        return {"blocked": Blocked.AFTER, "waiting_for": len(pending)}
+    return {}
+
+
+def link(
+    using: str,
+    new: list[Job],
+    upstream: list[str],
+    pending: set[str],
+    failed: list[str],
+    run_on_failure: bool,
+) -> None:
+    """Store the dependency rows of new jobs that wait; cancel them now if a job they wait
+    for failed (and they do not run anyway)."""
     JobDependency.objects.using(using).bulk_create(
-        [JobDependency(job_id=job.pk, upstream=pk, run_on_failure=run_on_failure) for pk in upstream]
+        [
+            # Counted already unless still to finish: a job retried from the dead letters
+            # and finished later changes nothing for a job that did not wait for it.
+            JobDependency(
+                job_id=job.pk, upstream=pk, run_on_failure=run_on_failure, counted=pk not in pending
+            )
+            for job in new
+            for pk in upstream
+        ]
     )
     if failed and not run_on_failure:
-        final = settling.Final(job.pk, job.batch_id, False, succeeded=False)
         summary = f"DependencyFailed: job {', '.join(sorted(failed))} it waited for failed"
-        rows = Job._base_manager.using(using).filter(pk=job.pk)
+        rows = Job._base_manager.using(using).filter(pk__in=[job.pk for job in new])
         settling.cancel_unstarted(rows, settling.DEPENDENCY_FAILED, summary)
-        settling.settle(Job, using, [final])
-        job.status = JobStatus.FAILED
-
-
-def waiting_fields(pending: int, failed: list[str], run_on_failure: bool) -> dict[str, Any]:
-    """The fields of a new job that waits for `pending` jobs (none: it is claimable at once)."""
-    if pending and not (failed and not run_on_failure):
-        return {"blocked": Blocked.AFTER, "waiting_for": pending}
-    return {}
+        settling.settle(Job, using, [settling.Final(job.pk, job.batch_id, False, False) for job in new])
+        for job in new:
+            job.status = JobStatus.FAILED

@@ -13,6 +13,7 @@ from .. import db
 from . import settling
 from .claim_shape import claim, claim_shape
 from .states import HANDED_BACK_PREFIX, Blocked, Isolation, JobStatus, blocked_again
+from .workflow import JobDependency
 
 if TYPE_CHECKING:
     from .job import Job
@@ -136,13 +137,15 @@ class JobQuerySet(models.QuerySet):
         its batch and the jobs waiting for it learn of it (models/settling.py).
         """
         ready = self.using(self._write_db()).ready()
-        in_workflow = Q(batch__isnull=False) | Q(has_dependents=True) | Q(blocked=Blocked.AFTER)
-        cancelled = 0
-        for pks in ready.filter(in_workflow)._batches(batch_size):
+        # Fenced in the DELETE itself: a job others start waiting for meanwhile (its flag set
+        # under its row lock) is left to the cancel that follows, in the same transaction.
+        plain = Q(batch__isnull=True, has_dependents=False) & ~Q(blocked=Blocked.AFTER)
+        done = 0
+        for pks in ready._batches(batch_size):
             with transaction.atomic(using=ready.db):
-                cancelled += settling.cancel_ready(self.model, ready.db, pks)
-        deleted = ready.exclude(in_workflow)._delete_in_batches(JobStatus.READY, batch_size)[0]
-        return deleted + cancelled
+                done += self._delete_rows(pks, JobStatus.READY, plain)
+                done += settling.cancel_ready(self.model, ready.db, pks)  # the workflows' rest
+        return done
 
     def request_cancel(self) -> int:
         """Ask these RUNNING jobs to stop (fenced on RUNNING, once each); return how many were asked.
@@ -175,14 +178,22 @@ class JobQuerySet(models.QuerySet):
         deleted = skipped = 0
         for pks in self._batches(batch_size):
             with transaction.atomic(using=self.db):
-                count = (
-                    self.model._base_manager.using(self.db)
-                    .filter(pk__in=pks, status=status)
-                    ._raw_delete(self.db)
-                )
+                count = self._delete_rows(pks, status)
             deleted += count
             skipped += len(pks) - count
         return deleted, skipped
+
+    def _delete_rows(self, pks: list[str], status: str, fence: Q | None = None) -> int:
+        """DELETE these rows if still `status` (and `fence`), with the dependency rows of those
+        that waited for other jobs; return how many jobs were deleted."""
+        rows = self.model._base_manager.using(self.db).filter(pk__in=pks, status=status)
+        count = (rows.filter(fence) if fence is not None else rows)._raw_delete(self.db)
+        edges = JobDependency.objects.using(self.db)
+        if count and edges.exists():
+            edges.filter(job__in=pks).exclude(
+                job__in=self.model._base_manager.filter(pk__in=pks)
+            )._raw_delete(self.db)
+        return count
 
     def _batches(self, batch_size: int):
         """The primary keys of these rows, in key order, one list per batch (keyset pagination)."""
@@ -251,15 +262,27 @@ class JobQuerySet(models.QuerySet):
     def finish_successes(self, worker: str, done: list[tuple[Job, Any]]) -> list[Job]:
         """Mark many jobs this worker ran SUCCESSFUL in one UPDATE; return those it still owned.
 
-        Each row is fenced on owner and pickup, as in Job.mark_succeeded().
+        Each row is fenced on owner and pickup, as in Job.mark_succeeded(). Jobs of
+        workflows are finished with their bookkeeping (models/settling.py), in the same
+        transaction as the others.
         """
         if not done:
             return []
         using = self._write_db()
+        if any(job.in_workflow for job, _value in done):
+            with transaction.atomic(using=using):
+                won = self._finish_successes(using, worker, done)
+        else:
+            won = self._finish_successes(using, worker, done)
+        for job, value in done:
+            job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
+        return [job for job, _value in done if job.pk in won]
+
+    def _finish_successes(self, using: str, worker: str, done: list[tuple[Job, Any]]) -> set:
         plain = [(job, value) for job, value in done if not job.in_workflow]
-        won = (
-            db.finish_successes(self.model, using, worker, plain, without_dependents=True) if plain else set()
-        )
+        won = set()
+        if plain:
+            won = db.finish_successes(self.model, using, worker, plain, without_dependents=True)
         # A job others started waiting for since its claim fails the plain UPDATE's fence.
         lost = [job.pk for job, _value in plain if job.pk not in won]
         gained = set()
@@ -269,23 +292,33 @@ class JobQuerySet(models.QuerySet):
         workflow = [(job, value) for job, value in done if job.in_workflow or job.pk in gained]
         if workflow:
             won |= self._finish_successes_in_workflow(using, worker, workflow)
-        for job, value in done:
-            job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
-        return [job for job, _value in done if job.pk in won]
+        return won
 
     def _finish_successes_in_workflow(self, using: str, worker: str, done: list[tuple[Job, Any]]) -> set:
         """finish_successes() for jobs in batches or with dependents: with their bookkeeping,
-        in one transaction (models/settling.py)."""
+        in one transaction (models/settling.py).
+
+        The rows still this worker's are locked and read first, and only those are finished
+        and counted: a flush stored again (its commit's answer lost, the outage retried)
+        finds none, and counts nothing twice.
+        """
         with transaction.atomic(using=using):
-            won = db.finish_successes(self.model, using, worker, done)
-            if not won:
-                return won
-            rows = self.model._base_manager.using(using).filter(pk__in=won)
-            dependents = set(rows.filter(has_dependents=True).values_list("pk", flat=True))
-            finals = []
+            fence = Q()
             for job, _value in done:
-                if job.pk in won:
-                    job.has_dependents = job.pk in dependents
-                    finals.append(settling.Final(job.pk, job.batch_id, job.has_dependents, succeeded=True))
+                fence |= Q(pk=job.pk, pickups=job.pickups)
+            owned = self.model._base_manager.using(using).select_for_update().filter(fence)
+            flags = dict(
+                owned.filter(worker=worker, status=JobStatus.RUNNING)
+                .order_by("pk")
+                .values_list("pk", "has_dependents")
+            )
+            mine = [(job, value) for job, value in done if job.pk in flags]
+            if not mine:
+                return set()
+            won = db.finish_successes(self.model, using, worker, mine)
+            finals = []
+            for job, _value in mine:
+                job.has_dependents = flags[job.pk]
+                finals.append(settling.Final(job.pk, job.batch_id, job.has_dependents, succeeded=True))
             settling.settle(self.model, using, finals)
         return won

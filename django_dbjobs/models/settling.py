@@ -5,8 +5,15 @@ neither). A batch's counters are updated under its row lock, so exactly one tran
 sees them reach the batch's total: that one sets ``finished_at`` and releases the
 callbacks, stored with the batch and waiting (Blocked.AFTER). A job waiting for others
 (``after=``) keeps a count of those not finished yet, updated under its own row lock:
-the transaction that brings it to zero makes it claimable. Jobs outside workflows never
-come here (JobOutcomes: a plain outcome write is fenced on ``has_dependents = FALSE``).
+the transaction that brings it to zero makes it claimable. Each dependency row counts
+once (``counted``), so a dead letter retried and finished again changes nothing it
+already changed. Jobs outside workflows never come here (JobOutcomes: a plain outcome
+write is fenced on ``has_dependents = FALSE``).
+
+Locks are taken in one order: job rows (the outcomes), then the waiting jobs, then the
+batch rows in id order. A cascade (a cancelled waiting job's own dependents) takes more
+job rows after batch rows; the deadlock that may rarely follow is retried by whoever
+wrote (a worker's outcome write waits out database errors; enqueue() retries).
 """
 
 from __future__ import annotations
@@ -49,15 +56,16 @@ class Final:
 def settle(job_model, using: str, finals: list[Final]) -> None:
     """Count `finals` for their batches and release or cancel the jobs waiting for them.
 
-    Must run inside the transaction that wrote their outcomes. A cancelled waiting job is
-    final too: its own batch and dependents are settled in turn.
+    Must run inside the transaction that wrote their outcomes. A cancelled waiting job (or
+    a dropped callback others wait for) is final too: it is settled in turn.
     """
     released = False
     pending = [final for final in finals if final.batch_id or final.has_dependents]
     while pending:
         cancelled, released_now = _waiting_jobs(job_model, using, [f for f in pending if f.has_dependents])
-        released = _count(job_model, using, [f for f in pending if f.batch_id]) or released or released_now
-        pending = cancelled
+        dropped, finished = _count(job_model, using, [f for f in pending if f.batch_id])
+        released = released or released_now or finished
+        pending = cancelled + dropped
     if released:
         db.notify_workers(using)
 
@@ -69,11 +77,11 @@ def _waiting_jobs(job_model, using: str, upstream: list[Final]) -> tuple[list[Fi
     outcome = {final.pk: final.succeeded for final in upstream}
     # A locking read: on MySQL's REPEATABLE READ a plain one could miss an edge committed
     # since this transaction's first read.
+    dependencies = JobDependency.objects.using(using)
     edges = list(
-        JobDependency.objects.using(using)
-        .select_for_update()
-        .filter(upstream__in=list(outcome))
-        .values_list("job_id", "upstream", "run_on_failure")
+        dependencies.select_for_update()
+        .filter(upstream__in=sorted(outcome), counted=False)
+        .values_list("pk", "job_id", "upstream", "run_on_failure")
     )
     if not edges:
         return [], False
@@ -81,23 +89,26 @@ def _waiting_jobs(job_model, using: str, upstream: list[Final]) -> tuple[list[Fi
     waiting = {
         pk: (count, batch_id, has_dependents)
         for pk, count, batch_id, has_dependents in jobs.select_for_update()
-        .filter(pk__in=sorted({edge[0] for edge in edges}), status=JobStatus.READY, blocked=Blocked.AFTER)
+        .filter(pk__in=sorted({edge[1] for edge in edges}), status=JobStatus.READY, blocked=Blocked.AFTER)
         .order_by("pk")
         .values_list("pk", "waiting_for", "batch_id", "has_dependents")
     }
     done: Counter = Counter()
     failed_by: dict[str, list[str]] = defaultdict(list)
-    for pk, upstream_pk, run_on_failure in edges:
+    for _edge, pk, upstream_pk, run_on_failure in edges:
         if pk not in waiting:
             continue  # cancelled, deleted, or released already
         if outcome[upstream_pk] or run_on_failure:
             done[pk] += 1
         else:
             failed_by[pk].append(upstream_pk)
+    # Each edge counts once: a dead letter retried and finished again finds it counted.
+    dependencies.filter(pk__in=[edge[0] for edge in edges]).update(counted=True)
     cancelled = []
     for pk, failed in sorted(failed_by.items()):
-        _cancel(jobs, pk, failed)
-        _count, batch_id, has_dependents = waiting[pk]
+        summary = f"DependencyFailed: job {', '.join(sorted(failed))} it waited for failed"
+        cancel_unstarted(jobs.filter(pk=pk), DEPENDENCY_FAILED, summary)
+        _count_left, batch_id, has_dependents = waiting[pk]
         cancelled.append(Final(pk, batch_id, has_dependents, succeeded=False))
     ready, still = [], defaultdict(list)
     for pk, count in done.items():
@@ -110,13 +121,6 @@ def _waiting_jobs(job_model, using: str, upstream: list[Final]) -> tuple[list[Fi
     if ready:
         jobs.filter(pk__in=ready).update(waiting_for=None, blocked=blocked_again(), run_at=due_now())
     return cancelled, bool(ready)
-
-
-def _cancel(jobs, pk: str, failed: list[str]) -> None:
-    names = ", ".join(sorted(failed))
-    cancel_unstarted(
-        jobs.filter(pk=pk), DEPENDENCY_FAILED, f"DependencyFailed: job {names} it waited for failed"
-    )
 
 
 def cancel_unstarted(jobs, error_class: str, summary: str) -> int:
@@ -140,37 +144,59 @@ def cancel_unstarted(jobs, error_class: str, summary: str) -> int:
     )
 
 
-def _count(job_model, using: str, finals: list[Final]) -> bool:
-    """Add `finals` to their batches' counts; finish the batches they complete. Say if any did."""
+def _count(job_model, using: str, finals: list[Final]) -> tuple[list[Final], bool]:
+    """Add `finals` to their batches' counts and finish the batches they complete.
+
+    Return the dropped callbacks others waited for (final now: settle them), and whether a
+    batch finished (callbacks were released).
+    """
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for final in finals:
         counts[final.batch_id][0 if final.succeeded else 1] += 1
+    dropped: list[Final] = []
     finished = False
     for batch_id in sorted(counts):  # one lock order for every transaction
         succeeded, failed = counts[batch_id]
-        batches = Batch.objects.using(using).filter(pk=batch_id)
-        # finished_at first: MySQL evaluates SET left to right with the new values, the
-        # others with the old ones; first, it reads the old counts everywhere.
-        changed = batches.filter(finished_at__isnull=True).update(
-            finished_at=Case(
-                When(total__lte=F("succeeded") + F("failed") + (succeeded + failed), then=Now()),
-                default=Value(None),
-                output_field=models.DateTimeField(),
-            ),
-            succeeded=F("succeeded") + succeeded,
-            failed=F("failed") + failed,
-        )
-        if not changed:
-            continue  # finished already (a retried dead letter's new outcome): it stays finished
-        batch = batches.get()
-        if batch.finished_at is not None:
-            release_callbacks(job_model, using, batch)
+        changed = _add(using, batch_id, succeeded=succeeded, failed=failed)
+        if changed is not None and changed.finished_at is not None:
+            dropped += release_callbacks(job_model, using, changed)
             finished = True
-    return finished
+    return dropped, finished
 
 
-def release_callbacks(job_model, using: str, batch: Batch) -> None:
-    """Make the callbacks of a finished `batch` claimable, with its summary; drop those that do not apply."""
+def _add(using: str, batch_id: str, succeeded: int = 0, failed: int = 0, total: int = 0) -> Batch | None:
+    """Add to a batch's counts (and its total) and set ``finished_at`` if they now reach the
+    total; return the batch as changed, or None if it had finished already."""
+    batches = Batch.objects.using(using).filter(pk=batch_id)
+    # finished_at first: MySQL evaluates SET left to right with the new values, the others
+    # with the old ones; first, it reads the old values everywhere.
+    changed = batches.filter(finished_at__isnull=True).update(
+        finished_at=Case(
+            When(total__lte=F("succeeded") + F("failed") + (succeeded + failed - total), then=Now()),
+            default=Value(None),
+            output_field=models.DateTimeField(),
+        ),
+        succeeded=F("succeeded") + succeeded,
+        failed=F("failed") + failed,
+        total=F("total") + total,
+    )
+    if not changed:
+        return None  # finished already (a retried dead letter's new outcome): it stays finished
+    return batches.get()  # this transaction's own change, on every database
+
+
+def close(job_model, using: str, batch_id: str) -> None:
+    """End the ``batch()`` block of a batch: give back the count the block held (so that no
+    job cancelled inside it could finish the batch early), and finish it if it is done."""
+    changed = _add(using, batch_id, total=-1)
+    if changed is not None and changed.finished_at is not None:
+        settle(job_model, using, release_callbacks(job_model, using, changed))
+        db.notify_workers(using)
+
+
+def release_callbacks(job_model, using: str, batch: Batch) -> list[Final]:
+    """Make the callbacks of a finished `batch` claimable, with its summary; drop those that
+    do not apply. Return the dropped ones other jobs wait for: cancelled, to be settled."""
     run = {"on_complete"} | ({"on_failure"} if batch.failed else {"on_success"})
     callbacks = batch.callback_ids()
     jobs = job_model._base_manager.using(using).filter(status=JobStatus.READY, blocked=Blocked.AFTER)
@@ -180,8 +206,15 @@ def release_callbacks(job_model, using: str, batch: Batch) -> None:
         jobs.filter(pk__in=wanted).update(
             args=[batch.summary()], waiting_for=None, blocked=blocked_again(), run_at=due_now()
         )
-    if unwanted:
-        jobs.filter(pk__in=unwanted)._raw_delete(using)
+    if not unwanted:
+        return []
+    awaited = list(jobs.filter(pk__in=unwanted, has_dependents=True).values_list("pk", flat=True))
+    jobs.filter(pk__in=unwanted, has_dependents=False)._raw_delete(using)
+    if awaited:  # what waits for them learns they will not run
+        outcome = "succeeded" if not batch.failed else "had failures"
+        summary = f"JobCancelled: not run: its batch {batch.pk} {outcome}"
+        cancel_unstarted(jobs.filter(pk__in=awaited), CANCELLED, summary)
+    return [Final(pk, None, True, succeeded=False) for pk in awaited]
 
 
 def cancel_ready(job_model, using: str, pks: list[str]) -> int:
@@ -202,9 +235,5 @@ def cancel_ready(job_model, using: str, pks: list[str]) -> int:
     cancel_unstarted(
         jobs.filter(pk__in=[row[0] for row in rows]), CANCELLED, "JobCancelled: cancelled before it ran"
     )
-    settle(
-        job_model,
-        using,
-        [Final(pk, batch_id, has_dependents, False) for pk, batch_id, has_dependents in rows],
-    )
+    settle(job_model, using, [Final(pk, batch, dependents, False) for pk, batch, dependents in rows])
     return len(rows)

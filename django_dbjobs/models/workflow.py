@@ -26,9 +26,10 @@ class Batch(models.Model):
     failed = models.PositiveIntegerField(
         _("failed"), default=0, help_text=_("Dead-lettered or cancelled jobs of the batch.")
     )
-    on_success = models.CharField(_("on success"), max_length=36, null=True, blank=True)
-    on_failure = models.CharField(_("on failure"), max_length=36, null=True, blank=True)
-    on_complete = models.CharField(_("on complete"), max_length=36, null=True, blank=True)
+    # The callback jobs' ids; indexed, so a job's page finds the batch it is a callback of.
+    on_success = models.CharField(_("on success"), max_length=36, null=True, blank=True, db_index=True)
+    on_failure = models.CharField(_("on failure"), max_length=36, null=True, blank=True, db_index=True)
+    on_complete = models.CharField(_("on complete"), max_length=36, null=True, blank=True, db_index=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
@@ -77,6 +78,8 @@ class JobDependency(models.Model):
     )
     upstream = models.CharField(_("waits for"), max_length=36, db_index=True)
     run_on_failure = models.BooleanField(_("runs if it fails"), default=False)
+    #: Set when the upstream job's outcome was applied: it is applied once.
+    counted = models.BooleanField(_("counted"), default=False)
 
     class Meta:
         verbose_name = _("job dependency")

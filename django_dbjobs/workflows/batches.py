@@ -7,13 +7,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import router, transaction
-from django.db.models.functions import Now
 
 from ..enqueuing import api, rows
 from ..enqueuing.workflow_options import open_batch
 from ..exceptions import InvalidJob
-from ..models import Batch, Blocked, Job
-from ..models.settling import release_callbacks
+from ..models import Batch, Blocked, Job, settling
 
 #: Longest batch description.
 MAX_DESCRIPTION = 255
@@ -47,7 +45,9 @@ def batch(
         raise InvalidJob("Batches do not nest: enqueue the inner jobs into the open batch.")
     targets = {"on_success": on_success, "on_failure": on_failure, "on_complete": on_complete}
     with transaction.atomic(using=using):
-        opened = Batch.objects.using(using).create(description=description)
+        # The block holds one count of its own until it ends: a job cancelled at once in it
+        # (after= a dead letter, cancel()) cannot finish the batch before the rest join.
+        opened = Batch.objects.using(using).create(description=description, total=1)
         for kind, target in targets.items():
             if target is not None:
                 setattr(opened, kind, _waiting_callback(target, using).pk)
@@ -58,11 +58,8 @@ def batch(
             yield opened
         finally:
             open_batch.reset(token)
+        settling.close(Job, using, opened.pk)  # finished now if nothing is left to wait for
         opened.refresh_from_db(using=using)
-        if opened.total == 0:  # nothing to wait for: finished now
-            Batch.objects.using(using).filter(pk=opened.pk).update(finished_at=Now())
-            opened.refresh_from_db(using=using)
-            release_callbacks(Job, using, opened)
 
 
 def _waiting_callback(target: Any, using: str) -> Job:

@@ -47,9 +47,9 @@ def w7_all(runs: int, scale: float, taking_turns) -> dict:
     count = max(int(10_000 * scale), 200)
     results = {}
     for label, setup in (("4 processes x 2 threads", FOUR_PROCESSES), ("4 processes, fastest", FASTEST_FOUR)):
-        outside, inside = taking_turns(
-            runs, lambda setup=setup: drain(count, False, setup), lambda setup=setup: drain(count, True, setup)
-        )
+        plain = lambda setup=setup: drain(count, False, setup)  # noqa: E731
+        batched = lambda setup=setup: drain(count, True, setup)  # noqa: E731
+        outside, inside = taking_turns(runs, plain, batched)
         results[f"W7 drain, {label}, no batch"] = summarise(outside)
         results[f"W7 drain, {label}, one batch of {count:,}"] = {
             **summarise(inside),

@@ -81,7 +81,7 @@ def test_a_dropped_callback_that_others_wait_for_cancels_them(record_file):
     with batch(on_success=jobs.batch_succeeded, on_failure=jobs.batch_failed) as opened:
         enqueue(jobs.always_fails, max_attempts=1)
     after_success = enqueue(jobs.record, "next", after=[opened.on_success])
-    after_failure = enqueue(jobs.record, "cleanup", after=[opened.on_failure])
+    enqueue(jobs.record, "cleanup", after=[opened.on_failure])
     run_jobs()
     after_success.refresh_from_db()
     assert after_success.status == JobStatus.FAILED and opened.on_success in after_success.last_error

@@ -53,3 +53,19 @@ def test_a_staff_user_without_job_permissions_cannot_see_batches():
         enqueue(jobs.record, "a")
     assert staff("nobody").get(BATCHES).status_code == 403
     assert staff("viewer", "django_dbjobs.view_job").get(BATCHES).status_code == 200
+
+
+def test_the_batch_list_reads_no_job_per_batch():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = staff(superuser=True)
+    counts = []
+    for _ in range(2):
+        for n in range(3):
+            with batch(description=f"b{n}"):
+                enqueue(jobs.record, n)
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(BATCHES).status_code == 200
+        counts.append(len(queries.captured_queries))
+    assert counts[0] == counts[1], counts

@@ -285,3 +285,26 @@ def test_status_counts_open_batches_and_waiting_jobs_are_not_due():
     assert report["workflows"]["oldest_open_batch_age_seconds"] >= 0
     (default,) = report["queues"]
     assert (default["ready_due"], default["ready_later"]) == (1, 1), "the waiting job is not due"
+
+
+def test_batch_retention_keeps_a_dead_letter_kept_forever_and_stays_within_its_budget(settings, monkeypatch):
+    from django_dbjobs.operations import batch_retention
+
+    settings.DBJOBS_KEEP_SUCCEEDED = 7 * 86400
+    settings.DBJOBS_KEEP_FAILED = None
+    with batch(description="retried") as retried:
+        enqueue(jobs.noop, 1)
+    with batch(description="big") as big:
+        enqueue_many(jobs.noop, [(i,) for i in range(25)])
+    run_jobs()
+    # A job of the finished batch, retried from the dead letters and failed again: the
+    # batch's own counts say nothing failed, but a dead letter kept forever is there.
+    Job.objects.filter(batch=retried).update(status=JobStatus.FAILED)
+    age_batch(retried, 8)
+    age_batch(big, 8)
+    monkeypatch.setattr(batch_retention, "CHUNK", 10)
+    assert batch_retention.delete_old_batches(7 * 86400, None, chunks=2) == 0  # 20 of its 25 jobs
+    assert Job.objects.filter(batch=big).count() == 5
+    assert batch_retention.delete_old_batches(7 * 86400, None, chunks=2) == 1
+    assert set(Batch.objects.values_list("description", flat=True)) == {"retried"}
+    assert Job.objects.filter(batch=retried).count() == 1

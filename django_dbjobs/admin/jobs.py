@@ -118,7 +118,9 @@ class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAd
             deleted = self.delete_fenced(self.model.objects.filter(pk=job.pk))
             log_change(request, f"deleted {self.opts.model_name} {job.pk}", deleted=deleted)
             if deleted:
-                self.message_user(request, _("The job was deleted."), messages.SUCCESS)
+                kept = self.model.objects.filter(pk=job.pk).exists()  # a workflow's job: recorded cancelled
+                done = _("The job was cancelled: it belongs to a workflow, so it stays as a dead letter.")
+                self.message_user(request, done if kept else _("The job was deleted."), messages.SUCCESS)
                 return HttpResponseRedirect(admin_url(self, "changelist"))
             self.message_user(
                 request,
@@ -177,7 +179,8 @@ class JobAdmin(JobAdminBase):
                 queryset.ready(),
                 title=_("Cancel ready jobs?"),
                 question=_(
-                    "These jobs are deleted if still ready; running and finished ones are left alone."
+                    "These jobs are deleted if still ready; running and finished ones are left alone. "
+                    "A job of a batch, or one other jobs wait for, is recorded cancelled instead."
                 ),
                 button=_("Yes, cancel them"),
                 count="",

@@ -105,7 +105,7 @@ class FailedJobQuerySet(JobQuerySet):
                 report.not_failed += 1 - changed
                 if changed and pk in batches:
                     retried.append(pk)
-            for batch_id, count in Counter(batches[pk] for pk in retried).items():
+            for batch_id, count in sorted(Counter(batches[pk] for pk in retried).items()):  # lock order
                 Batch.objects.using(self.db).filter(pk=batch_id, finished_at__isnull=True).update(
                     failed=F("failed") - count
                 )

@@ -130,6 +130,8 @@ def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
         "isolation",
         "worker_ids",
         "context",
+        "batch_id",  # a job of a workflow is recovered with its bookkeeping (JobOutcomes._write)
+        "has_dependents",
     )
     for lost in sorted(holders - alive):
         for job in jobs.owned_by(lost).only(*fields):

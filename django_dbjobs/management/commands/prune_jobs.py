@@ -61,7 +61,7 @@ class Command(BaseCommand):
                 self._prune(status, queues or None, using, options)
             if options["status"] == "all" and not queues and not options["dry_run"]:
                 kept = (retention.kept_for(JobStatus.SUCCESSFUL), retention.kept_for(JobStatus.FAILED))
-                batches = batch_retention.delete_old_batches(*kept, using=using, rounds=1_000_000)
+                batches = batch_retention.delete_old_batches(*kept, using=using, chunks=10**9)
                 if batches:
                     self.stdout.write(f"batches: deleted {batches} finished batches, with their jobs.")
 

@@ -213,6 +213,7 @@ def release_callbacks(job_model, using: str, batch: Batch) -> list[Final]:
     if awaited:  # what waits for them learns they will not run
         outcome = "succeeded" if not batch.failed else "had failures"
         summary = f"JobCancelled: not run: its batch {batch.pk} {outcome}"
+        jobs.filter(pk__in=awaited).update(args=[batch.summary()])  # retried, it has what it needs
         cancel_unstarted(jobs.filter(pk__in=awaited), CANCELLED, summary)
     return [Final(pk, None, True, succeeded=False) for pk in awaited]
 

@@ -229,8 +229,9 @@ def pks_on_index(queryset, index: str, limit: int) -> list:
         return [row[0] for row in cursor.fetchall()]
 
 
+from .batch_counts import add_to_batch  # noqa: E402
 from .claims import APPEND_SQL, JSON_PLACEHOLDER, NOW_SQL, claim_jobs, claim_sql  # noqa: E402 - the hot-path SQL, kept in its own modules
-from .completions import WithoutLastWorker, finish_successes  # noqa: E402
+from .completions import WithoutLastWorker, finish_successes, finish_workflow_successes  # noqa: E402
 
 __all__ += [
     "on_index",
@@ -242,6 +243,8 @@ __all__ += [
     "claim_jobs",
     "claim_sql",
     "finish_successes",
+    "finish_workflow_successes",
+    "add_to_batch",
 ]
 
 

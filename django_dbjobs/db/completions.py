@@ -36,6 +36,22 @@ def finish_successes(model, using: str, worker: str, done: list, without_depende
     with their bookkeeping).
     """
     connection = connections[using]
+    sql, params = _success_update(connection, model, worker, done, without_dependents)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        updated = cursor.rowcount
+    if updated == len(done):
+        return {job.pk for job, _value in done}
+    # Some were lost to a sweep: find which rows this UPDATE finished.
+    rows = model._base_manager.using(using).filter(
+        pk__in=[job.pk for job, _value in done], worker=worker, status="SUCCESSFUL"
+    )
+    finished = set(rows.values_list("pk", "pickups"))
+    return {job.pk for job, _value in done if (job.pk, job.pickups) in finished}
+
+
+def _success_update(connection, model, worker: str, done: list, without_dependents: bool) -> tuple[str, list]:
+    """The UPDATE of finish_successes(), and its parameters."""
     vendor = connection.vendor
     table = connection.ops.quote_name(model._meta.db_table)
     params: list = []
@@ -55,14 +71,33 @@ def finish_successes(model, using: str, worker: str, done: list, without_depende
         f" WHERE worker = %s AND status = 'RUNNING' AND (id, pickups) IN ({pairs})"
         + (" AND has_dependents = FALSE" if without_dependents else "")
     )
+    return sql, [*params[: 2 * len(values)], worker, *params[2 * len(values) :]]
+
+
+def finish_workflow_successes(model, using: str, worker: str, done: list) -> dict:
+    """finish_successes() for jobs of workflows, inside the caller's transaction: return
+    {id: has_dependents} of exactly the rows this call changed (their bookkeeping counts them).
+
+    PostgreSQL and SQLite say so with ``RETURNING``. MySQL/MariaDB cannot return rows from
+    an UPDATE: the rows still this worker's, at the pickups given, are locked and read
+    first, then finished. A batch stored again after a lost commit answer changes nothing,
+    so it counts nothing.
+    """
+    connection = connections[using]
+    if connection.vendor == "mysql":
+        owned = (
+            model._base_manager.using(using)
+            .select_for_update()
+            .filter(pk__in=[job.pk for job, _value in done], worker=worker, status="RUNNING")
+            .order_by("pk")
+            .values_list("pk", "pickups", "has_dependents")
+        )
+        flags = {pk: (pickups, dependents) for pk, pickups, dependents in owned}
+        mine = [(job, value) for job, value in done if flags.get(job.pk, (None,))[0] == job.pickups]
+        if mine:
+            finish_successes(model, using, worker, mine)
+        return {job.pk: bool(flags[job.pk][1]) for job, _value in mine}
+    sql, params = _success_update(connection, model, worker, done, without_dependents=False)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params[: 2 * len(values)], worker, *params[2 * len(values) :]])
-        updated = cursor.rowcount
-    if updated == len(done):
-        return {job.pk for job, _value in done}
-    # Some were lost to a sweep: find which rows this UPDATE finished.
-    rows = model._base_manager.using(using).filter(
-        pk__in=[job.pk for job, _value in done], worker=worker, status="SUCCESSFUL"
-    )
-    finished = set(rows.values_list("pk", "pickups"))
-    return {job.pk for job, _value in done if (job.pk, job.pickups) in finished}
+        cursor.execute(sql + " RETURNING id, has_dependents", params)
+        return {pk: bool(dependents) for pk, dependents in cursor.fetchall()}

@@ -290,35 +290,21 @@ class JobQuerySet(models.QuerySet):
             owned = self.using(using).owned_by(worker).filter(pk__in=lost, has_dependents=True)
             gained = set(owned.values_list("pk", flat=True))
         workflow = [(job, value) for job, value in done if job.in_workflow or job.pk in gained]
-        if workflow:
-            won |= self._finish_successes_in_workflow(using, worker, workflow)
+        if workflow:  # in the caller's transaction when there is one (no savepoint)
+            with transaction.atomic(using=using, savepoint=False):
+                won |= self._finish_successes_in_workflow(using, worker, workflow)
         return won
 
     def _finish_successes_in_workflow(self, using: str, worker: str, done: list[tuple[Job, Any]]) -> set:
         """finish_successes() for jobs in batches or with dependents: with their bookkeeping,
-        in one transaction (models/settling.py).
-
-        The rows still this worker's are locked and read first, and only those are finished
-        and counted: a flush stored again (its commit's answer lost, the outage retried)
-        finds none, and counts nothing twice.
-        """
-        with transaction.atomic(using=using):
-            fence = Q()
-            for job, _value in done:
-                fence |= Q(pk=job.pk, pickups=job.pickups)
-            owned = self.model._base_manager.using(using).select_for_update().filter(fence)
-            flags = dict(
-                owned.filter(worker=worker, status=JobStatus.RUNNING)
-                .order_by("pk")
-                .values_list("pk", "has_dependents")
-            )
-            mine = [(job, value) for job, value in done if job.pk in flags]
-            if not mine:
-                return set()
-            won = db.finish_successes(self.model, using, worker, mine)
-            finals = []
-            for job, _value in mine:
+        in the caller's transaction (models/settling.py). Only the rows this write changed
+        count: a batch stored again (its commit's answer lost, the outage retried) finds
+        none, and counts nothing twice."""
+        flags = db.finish_workflow_successes(self.model, using, worker, done)
+        finals = []
+        for job, _value in done:
+            if job.pk in flags:
                 job.has_dependents = flags[job.pk]
                 finals.append(settling.Final(job.pk, job.batch_id, job.has_dependents, succeeded=True))
-            settling.settle(self.model, using, finals)
-        return won
+        settling.settle(self.model, using, finals)
+        return set(flags)

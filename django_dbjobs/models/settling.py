@@ -22,8 +22,7 @@ import datetime
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from django.db import models
-from django.db.models import Case, F, Value, When
+from django.db.models import F
 from django.db.models.functions import Greatest, Now
 
 from .. import db
@@ -165,24 +164,9 @@ def _count(job_model, using: str, finals: list[Final]) -> tuple[list[Final], boo
 
 
 def _add(using: str, batch_id: str, succeeded: int = 0, failed: int = 0, total: int = 0) -> Batch | None:
-    """Add to a batch's counts (and its total) and set ``finished_at`` if they now reach the
-    total; return the batch as changed, or None if it had finished already."""
-    batches = Batch.objects.using(using).filter(pk=batch_id)
-    # finished_at first: MySQL evaluates SET left to right with the new values, the others
-    # with the old ones; first, it reads the old values everywhere.
-    changed = batches.filter(finished_at__isnull=True).update(
-        finished_at=Case(
-            When(total__lte=F("succeeded") + F("failed") + (succeeded + failed - total), then=Now()),
-            default=Value(None),
-            output_field=models.DateTimeField(),
-        ),
-        succeeded=F("succeeded") + succeeded,
-        failed=F("failed") + failed,
-        total=F("total") + total,
-    )
-    if not changed:
-        return None  # finished already (a retried dead letter's new outcome): it stays finished
-    return batches.get()  # this transaction's own change, on every database
+    """Add to a batch's counts (and its total) and finish it if they now reach the total;
+    return the batch as changed, or None if it had finished already (db/batch_counts.py)."""
+    return db.add_to_batch(Batch, using, batch_id, succeeded, failed, total)
 
 
 def close(job_model, using: str, batch_id: str) -> None:

@@ -142,10 +142,7 @@ class Pruner:
                 self._next = now + CATCH_UP_INTERVAL
             # Finished batches kept as long as their jobs, then deleted with them.
             kept = (kept_for(JobStatus.SUCCESSFUL), kept_for(JobStatus.FAILED))
-            if (
-                batch_retention.delete_old_batches(*kept, using=self.using)
-                >= batch_retention.BATCHES_PER_ROUND
-            ):
+            if batch_retention.delete_old_batches(*kept, using=self.using):  # maybe more: soon again
                 self._next = now + CATCH_UP_INTERVAL
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("Database error while pruning finished jobs: %s", exc)

@@ -6,37 +6,24 @@ from django.db import connections
 
 from .claims import NOW_SQL
 
-#: The batch columns read back, in the order Batch's fields name them.
-COLUMNS = (
-    "id",
-    "description",
-    "total",
-    "succeeded",
-    "failed",
-    "on_success",
-    "on_failure",
-    "on_complete",
-    "created_at",
-    "finished_at",
-)
 
-
-def add_to_batch(model, using: str, batch_id: str, succeeded: int, failed: int, total: int):
+def add_to_batch(model, using: str, batch_id: str, succeeded: int, failed: int, total: int) -> bool:
     """Add to a batch's counts (and its total); set ``finished_at`` if they now reach the total.
 
-    Return the batch as this changed it, or None if it had finished already. The row stays
-    locked until the caller's transaction ends: concurrent calls take turns, and exactly one
-    sees the counts reach the total.
+    Return whether this call finished the batch. The row stays locked until the caller's
+    transaction ends: concurrent calls take turns, and exactly one sees the counts reach
+    the total (a batch finished already is left alone: ``finished_at IS NULL``).
 
     ``finished_at`` comes first in the SET list: MySQL evaluates assignments left to right
     with the values already assigned, the others with the old ones; first, every database
-    compares the old counts. PostgreSQL and SQLite return the row; MySQL/MariaDB read it
-    back (a row this transaction changed reads as changed).
+    compares the old counts. PostgreSQL and SQLite return ``finished_at`` (SQLite 3.40
+    answered ``RETURNING finished_at IS NOT NULL`` with 1 for a NULL); MySQL/MariaDB read it back (a row this transaction changed reads as
+    changed). Plain cursor work: it runs under the batch row's lock, on SQLite under the
+    one write lock, so it does as little as it can.
     """
     connection = connections[using]
     vendor = connection.vendor
-    quote = connection.ops.quote_name
-    table = quote(model._meta.db_table)
+    table = connection.ops.quote_name(model._meta.db_table)
     sql = (
         f"UPDATE {table} SET finished_at = CASE WHEN total <= succeeded + failed + %s"
         f" THEN {NOW_SQL[vendor]} ELSE NULL END,"
@@ -44,10 +31,13 @@ def add_to_batch(model, using: str, batch_id: str, succeeded: int, failed: int, 
         " WHERE id = %s AND finished_at IS NULL"
     )
     params = [succeeded + failed - total, succeeded, failed, total, batch_id]
-    if vendor != "mysql":
-        found = list(model._base_manager.raw(sql + " RETURNING " + ", ".join(COLUMNS), params).using(using))
-        return found[0] if found else None
     with connection.cursor() as cursor:
+        if vendor != "mysql":
+            cursor.execute(sql + " RETURNING finished_at", params)
+            row = cursor.fetchone()
+            return row is not None and row[0] is not None
         cursor.execute(sql, params)
-        changed = cursor.rowcount
-    return model._base_manager.using(using).get(pk=batch_id) if changed else None
+        if not cursor.rowcount:
+            return False
+        cursor.execute(f"SELECT finished_at FROM {table} WHERE id = %s", [batch_id])
+        return cursor.fetchone()[0] is not None

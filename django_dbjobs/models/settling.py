@@ -156,25 +156,27 @@ def _count(job_model, using: str, finals: list[Final]) -> tuple[list[Final], boo
     finished = False
     for batch_id in sorted(counts):  # one lock order for every transaction
         succeeded, failed = counts[batch_id]
-        changed = _add(using, batch_id, succeeded=succeeded, failed=failed)
-        if changed is not None and changed.finished_at is not None:
-            dropped += release_callbacks(job_model, using, changed)
+        done = _add(using, batch_id, succeeded=succeeded, failed=failed)
+        if done is not None:
+            dropped += release_callbacks(job_model, using, done)
             finished = True
     return dropped, finished
 
 
 def _add(using: str, batch_id: str, succeeded: int = 0, failed: int = 0, total: int = 0) -> Batch | None:
-    """Add to a batch's counts (and its total) and finish it if they now reach the total;
-    return the batch as changed, or None if it had finished already (db/batch_counts.py)."""
-    return db.add_to_batch(Batch, using, batch_id, succeeded, failed, total)
+    """Add to a batch's counts (and its total); return the batch if that finished it, read
+    whole for its callbacks, else None (db/batch_counts.py)."""
+    if db.add_to_batch(Batch, using, batch_id, succeeded, failed, total):
+        return Batch.objects.using(using).get(pk=batch_id)
+    return None
 
 
 def close(job_model, using: str, batch_id: str) -> None:
     """End the ``batch()`` block of a batch: give back the count the block held (so that no
     job cancelled inside it could finish the batch early), and finish it if it is done."""
-    changed = _add(using, batch_id, total=-1)
-    if changed is not None and changed.finished_at is not None:
-        settle(job_model, using, release_callbacks(job_model, using, changed))
+    done = _add(using, batch_id, total=-1)
+    if done is not None:
+        settle(job_model, using, release_callbacks(job_model, using, done))
         db.notify_workers(using)
 
 

@@ -8,13 +8,12 @@ from django.db import connection
 from django.db.models import Max, Min
 
 from bench import jobs
-from bench.run import Workers, summarise
+from bench.run import DEFAULTS, FASTEST, Workers, summarise
 from django_dbjobs import batch, enqueue_many
 from django_dbjobs.models import Batch, Job, JobDependency, JobStatus, WorkerProcess
 
 #: 4 processes of the default worker (2 threads each): 8 threads finishing jobs of one batch.
 FOUR_PROCESSES = {"processes": 4, "args": ["--concurrency", "2"], "env": {}}
-FASTEST_FOUR = {"processes": 4, "args": ["--concurrency", "1", "--prefetch", "1000"], "env": {}}
 
 
 def fresh_tables() -> None:
@@ -46,7 +45,12 @@ def drain(count: int, in_batch: bool, setup: dict) -> float:
 def w7_all(runs: int, scale: float, taking_turns) -> dict:
     count = max(int(10_000 * scale), 200)
     results = {}
-    for label, setup in (("4 processes x 2 threads", FOUR_PROCESSES), ("4 processes, fastest", FASTEST_FOUR)):
+    setups = (
+        ("defaults", DEFAULTS),
+        ("fastest settings", FASTEST[connection.vendor]),
+        ("4 processes x 2 threads", FOUR_PROCESSES),
+    )
+    for label, setup in setups:
         plain = lambda setup=setup: drain(count, False, setup)  # noqa: E731
         batched = lambda setup=setup: drain(count, True, setup)  # noqa: E731
         outside, inside = taking_turns(runs, plain, batched)

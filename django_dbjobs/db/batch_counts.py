@@ -18,8 +18,9 @@ def add_to_batch(model, using: str, batch_id: str, succeeded: int, failed: int, 
     with the values already assigned, the others with the old ones; first, every database
     compares the old counts. PostgreSQL and SQLite return ``finished_at`` (SQLite 3.40
     answered ``RETURNING finished_at IS NOT NULL`` with 1 for a NULL); MySQL/MariaDB read
-    it back (a row this transaction changed reads as changed). Plain cursor work: it runs under the batch row's lock, on SQLite under the
-    one write lock, so it does as little as it can.
+    it back (a row this transaction changed reads as changed). Plain cursor work: it runs
+    under the batch row's lock, on SQLite under the one write lock, so it does as little
+    as it can.
     """
     connection = connections[using]
     vendor = connection.vendor

@@ -209,7 +209,9 @@ def test_a_frozen_worker_drops_the_jobs_it_prefetched_instead_of_starting_them(
         assert worker.wait() == 0, worker.output()
     runs = collections.Counter(record_file.read_text().split())
     late_runs = {value: count for value, count in runs.items() if value.startswith("late-")}
-    assert len(late_runs) == 20 and set(late_runs.values()) == {1}, late_runs
+    outputs = f"\nfrozen:\n{frozen.output()}\nrescuer:\n{rescuer.output()}"
+    runs_text = record_file.read_text()
+    assert len(late_runs) == 20 and set(late_runs.values()) == {1}, (late_runs, runs_text, outputs)
     assert "Prefetched job" in frozen.output() and "dropped" in frozen.output()
 
 

@@ -14,7 +14,7 @@ from django.db import connections, models
 from django.db.models.functions import Now
 
 from ..exceptions import UnsupportedDatabase
-from .errors import ErrorKind, classify
+from .errors import ErrorKind, classify, is_lock_conflict
 from .indexes import (
     BatchJobsIndex,
     FailedJobsIndex,
@@ -31,6 +31,7 @@ from .triggers import CHANNEL
 
 __all__ = [
     "ErrorKind",
+    "is_lock_conflict",
     "FailedJobsIndex",
     "FinishedJobsIndex",
     "KeyedJobsIndex",

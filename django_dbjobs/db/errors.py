@@ -91,3 +91,20 @@ def classify(exc: BaseException, vendor: str) -> ErrorKind:
             return ErrorKind.SETUP  # wrong bindings, too many variables: a bug, not an outage
         return ErrorKind.OUTAGE  # locked, busy, disk I/O, a closed connection
     return ErrorKind.OUTAGE if isinstance(exc, OperationalError) else ErrorKind.SETUP
+
+
+#: PostgreSQL's deadlock, lock-timeout and serialization failures; MySQL's deadlock and lock wait timeout.
+_LOCK_SQLSTATES = {"40P01", "55P03", "40001"}
+_LOCK_MYSQL_CODES = {1213, 1205}
+
+
+def is_lock_conflict(exc: BaseException) -> bool:
+    """Whether `exc` says a transaction lost a lock conflict (a deadlock, a lock wait that
+    timed out, SQLite's busy database): safe to run again, since it changed nothing."""
+    cause = exc.__cause__ or exc
+    if getattr(cause, "sqlstate", None) in _LOCK_SQLSTATES:
+        return True
+    args = getattr(cause, "args", ())
+    if args and args[0] in _LOCK_MYSQL_CODES:
+        return True
+    return "database is locked" in str(exc)

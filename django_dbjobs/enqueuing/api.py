@@ -232,17 +232,16 @@ def _store_in_workflow(
 ) -> tuple[Job, bool]:
     """store() a job that joins a batch or waits for other jobs, with its bookkeeping, atomically.
 
-    Outside a transaction, a deadlock with a worker storing an outcome is retried.
+    Outside a transaction, a deadlock with a worker storing an outcome is retried (nothing
+    else: after a lost commit answer the job may have been stored).
     """
     for attempt in range(3):
         try:
             with transaction.atomic(using=using):
                 return _store_with_bookkeeping(dict(fields), using, batch_id, upstream, run_on_failure)
         except OperationalError as exc:
-            retry = (
-                not connections[using].in_atomic_block and db.error_kind(exc, using) is db.ErrorKind.OUTAGE
-            )
-            if attempt == 2 or not retry:
+            # Only a lost lock conflict: after a lost commit answer the job may be stored.
+            if attempt == 2 or not db.is_lock_conflict(exc) or connections[using].in_atomic_block:
                 raise
     raise AssertionError("unreachable")
 

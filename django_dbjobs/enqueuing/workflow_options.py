@@ -61,8 +61,10 @@ def join(using: str, batch_id: str, count: int) -> None:
 def waits(after: Iterable[Any] | None, after_failure: str | None) -> tuple[list[str], bool]:
     """The ids of the jobs a new job waits for, and whether it runs if one fails: as given,
     else as the open ``after()`` block says."""
-    if after is None and after_failure is None and open_after.get() is not None:
-        return open_after.get()
+    opened = open_after.get()
+    if after is None and opened is not None:  # the block's jobs; after_failure, if given, over its own
+        upstream_ids([], after_failure or "cancel")  # validates after_failure
+        return opened[0], opened[1] if after_failure is None else after_failure == "run"
     return upstream_ids(after, after_failure or "cancel"), after_failure == "run"
 
 

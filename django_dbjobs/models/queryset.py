@@ -143,7 +143,7 @@ class JobQuerySet(models.QuerySet):
         done = 0
         for pks in ready._batches(batch_size):
             with transaction.atomic(using=ready.db):
-                done += self._delete_rows(pks, JobStatus.READY, plain)
+                done += ready._delete_rows(pks, JobStatus.READY, plain)
                 done += settling.cancel_ready(self.model, ready.db, pks)  # the workflows' rest
         return done
 
@@ -301,10 +301,19 @@ class JobQuerySet(models.QuerySet):
         count: a batch stored again (its commit's answer lost, the outage retried) finds
         none, and counts nothing twice."""
         flags = db.finish_workflow_successes(self.model, using, worker, done)
+        missing = [(job, value) for job, value in done if job.pk not in flags]
+        if missing:  # stored by an earlier try whose commit's answer was lost: won, not counted again
+            finished = self.model._base_manager.using(using).filter(
+                pk__in=[job.pk for job, _value in missing], worker=worker, status=JobStatus.SUCCESSFUL
+            )
+            pickups = dict(finished.values_list("pk", "pickups"))
+            replayed = {job.pk for job, _value in missing if pickups.get(job.pk) == job.pickups}
+        else:
+            replayed = set()
         finals = []
         for job, _value in done:
             if job.pk in flags:
                 job.has_dependents = flags[job.pk]
                 finals.append(settling.Final(job.pk, job.batch_id, job.has_dependents, succeeded=True))
         settling.settle(self.model, using, finals)
-        return set(flags)
+        return set(flags) | replayed

@@ -42,6 +42,14 @@ def due_now():
     return Greatest(F("run_at"), Now())
 
 
+#: Ids per statement: well under SQLite's limit of bound parameters, however many jobs wait.
+CHUNK = 500
+
+
+def _chunks(items: list) -> list[list]:
+    return [items[start : start + CHUNK] for start in range(0, len(items), CHUNK)]
+
+
 @dataclass(frozen=True)
 class Final:
     """A job that reached a final state in the current transaction."""
@@ -85,13 +93,13 @@ def _waiting_jobs(job_model, using: str, upstream: list[Final]) -> tuple[list[Fi
     if not edges:
         return [], False
     jobs = job_model._base_manager.using(using)
-    waiting = {
-        pk: (count, batch_id, has_dependents)
-        for pk, count, batch_id, has_dependents in jobs.select_for_update()
-        .filter(pk__in=sorted({edge[1] for edge in edges}), status=JobStatus.READY, blocked=Blocked.AFTER)
-        .order_by("pk")
-        .values_list("pk", "waiting_for", "batch_id", "has_dependents")
-    }
+    waiting = {}
+    for pks in _chunks(sorted({edge[1] for edge in edges})):
+        locked = jobs.select_for_update().filter(pk__in=pks, status=JobStatus.READY, blocked=Blocked.AFTER)
+        for pk, count, batch_id, has_dependents in locked.order_by("pk").values_list(
+            "pk", "waiting_for", "batch_id", "has_dependents"
+        ):
+            waiting[pk] = (count, batch_id, has_dependents)
     done: Counter = Counter()
     failed_by: dict[str, list[str]] = defaultdict(list)
     for _edge, pk, upstream_pk, run_on_failure in edges:
@@ -102,13 +110,17 @@ def _waiting_jobs(job_model, using: str, upstream: list[Final]) -> tuple[list[Fi
         else:
             failed_by[pk].append(upstream_pk)
     # Each edge counts once: a dead letter retried and finished again finds it counted.
-    dependencies.filter(pk__in=[edge[0] for edge in edges]).update(counted=True)
+    for pks in _chunks([edge[0] for edge in edges]):
+        dependencies.filter(pk__in=pks).update(counted=True)
     cancelled = []
-    for pk, failed in sorted(failed_by.items()):
-        summary = f"DependencyFailed: job {', '.join(sorted(failed))} it waited for failed"
-        cancel_unstarted(jobs.filter(pk=pk), DEPENDENCY_FAILED, summary)
+    by_cause: dict[str, list[str]] = defaultdict(list)  # one UPDATE per error text, not per job
+    for pk, failed in failed_by.items():
+        by_cause[f"DependencyFailed: job {', '.join(sorted(failed))} it waited for failed"].append(pk)
         _count_left, batch_id, has_dependents = waiting[pk]
         cancelled.append(Final(pk, batch_id, has_dependents, succeeded=False))
+    for summary, pks in sorted(by_cause.items()):
+        for chunk in _chunks(sorted(pks)):
+            cancel_unstarted(jobs.filter(pk__in=chunk), DEPENDENCY_FAILED, summary)
     ready, still = [], defaultdict(list)
     for pk, count in done.items():
         if pk in failed_by:
@@ -116,9 +128,10 @@ def _waiting_jobs(job_model, using: str, upstream: list[Final]) -> tuple[list[Fi
         left = (waiting[pk][0] or 0) - count
         (ready if left <= 0 else still[count]).append(pk)
     for count, pks in still.items():
-        jobs.filter(pk__in=pks).update(waiting_for=F("waiting_for") - count)
-    if ready:
-        jobs.filter(pk__in=ready).update(waiting_for=None, blocked=blocked_again(), run_at=due_now())
+        for chunk in _chunks(sorted(pks)):
+            jobs.filter(pk__in=chunk).update(waiting_for=F("waiting_for") - count)
+    for chunk in _chunks(sorted(ready)):
+        jobs.filter(pk__in=chunk).update(waiting_for=None, blocked=blocked_again(), run_at=due_now())
     return cancelled, bool(ready)
 
 
@@ -194,9 +207,14 @@ def release_callbacks(job_model, using: str, batch: Batch) -> list[Final]:
         )
     if not unwanted:
         return []
-    awaited = list(jobs.filter(pk__in=unwanted, has_dependents=True).values_list("pk", flat=True))
+    # The DELETE is fenced on the flag, which enqueue(after=...) sets under the row's lock;
+    # what it leaves (waited for, even since a moment ago) is locked and cancelled, so that
+    # the jobs waiting for it learn it will not run.
     jobs.filter(pk__in=unwanted, has_dependents=False)._raw_delete(using)
-    if awaited:  # what waits for them learns they will not run
+    awaited = list(
+        jobs.select_for_update().filter(pk__in=unwanted).order_by("pk").values_list("pk", flat=True)
+    )
+    if awaited:
         outcome = "succeeded" if not batch.failed else "had failures"
         summary = f"JobCancelled: not run: its batch {batch.pk} {outcome}"
         jobs.filter(pk__in=awaited).update(args=[batch.summary()])  # retried, it has what it needs

@@ -57,8 +57,14 @@ class Lease:
         worker = self.identity
         try:
             owned = Job.objects.using(worker.using).still_owned(worker.id, [job])
-        except (DatabaseError, InterfaceError):
-            return True  # cannot tell: run it (at least once); its outcome is fenced anyway
+        except (DatabaseError, InterfaceError) as exc:
+            logger.warning(
+                "Could not check a prefetched job after an unresponsive spell; running it (at least "
+                "once; its outcome is fenced) id=%s: %s",
+                job.pk,
+                exc,
+            )
+            return True
         if job.pk in owned:
             return True
         logger.warning(

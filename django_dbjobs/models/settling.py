@@ -12,8 +12,9 @@ write is fenced on ``has_dependents = FALSE``).
 
 Locks are taken in one order: job rows (the outcomes), then the waiting jobs, then the
 batch rows in id order. A cascade (a cancelled waiting job's own dependents) takes more
-job rows after batch rows; the deadlock that may rarely follow is retried by whoever
-wrote (a worker's outcome write waits out database errors; enqueue() retries).
+job rows after batch rows; the deadlock that may rarely follow is retried by a worker's
+outcome write (it waits out database errors) and by enqueue() outside a transaction;
+cancel() and a dead-letter retry report it to their caller.
 """
 
 from __future__ import annotations

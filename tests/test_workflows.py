@@ -309,3 +309,18 @@ def test_batch_retention_keeps_a_dead_letter_kept_forever_and_stays_within_its_b
     assert batch_retention.delete_old_batches(7 * 86400, None, chunks=2) == 1
     assert set(Batch.objects.values_list("description", flat=True)) == {"retried"}
     assert Job.objects.filter(batch=retried).count() == 1
+
+
+def test_cancelling_a_batch_job_waiting_for_its_retry_keeps_its_earlier_errors():
+    with batch():
+        retrying = enqueue(jobs.always_fails, max_attempts=3)
+    run_jobs()
+    retrying.refresh_from_db()
+    assert (retrying.status, len(retrying.errors)) == (JobStatus.READY, 1)
+    assert Job.objects.filter(pk=retrying.pk).cancel() == 1
+    retrying.refresh_from_db()
+    assert retrying.status == JobStatus.FAILED
+    assert [error["summary"] for error in retrying.errors] == [
+        "ValueError: boom",
+        "JobCancelled: cancelled before it ran",
+    ]

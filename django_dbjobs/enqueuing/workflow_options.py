@@ -63,15 +63,19 @@ def waits(after: Iterable[Any] | None, after_failure: str | None) -> tuple[list[
     else as the open ``after()`` block says."""
     opened = open_after.get()
     if after is None and opened is not None:  # the block's jobs; after_failure, if given, over its own
-        upstream_ids([], after_failure or "cancel")  # validates after_failure
-        return opened[0], opened[1] if after_failure is None else after_failure == "run"
-    return upstream_ids(after, after_failure or "cancel"), after_failure == "run"
+        return opened[0], opened[1] if after_failure is None else runs_on_failure(after_failure)
+    return upstream_ids(after), runs_on_failure(after_failure or "cancel")
 
 
-def upstream_ids(after: Iterable[Any] | None, after_failure: str) -> list[str]:
-    """The ids of the jobs `after` names (Jobs, task results, or ids), validated."""
+def runs_on_failure(after_failure: str) -> bool:
+    """Whether a waiting job runs when a job it waits for fails ("run"), or is cancelled ("cancel")."""
     if after_failure not in AFTER_FAILURE:
         raise InvalidJob(f"after_failure must be 'cancel' or 'run', not {after_failure!r}.")
+    return after_failure == "run"
+
+
+def upstream_ids(after: Iterable[Any] | None) -> list[str]:
+    """The ids of the jobs `after` names (Jobs, task results, or ids), validated."""
     if after is None:
         return []
     if isinstance(after, str | Job) or not isinstance(after, Iterable):

@@ -136,8 +136,9 @@ def _waiting_jobs(job_model, using: str, upstream: list[Final]) -> tuple[list[Fi
     return cancelled, bool(ready)
 
 
-def cancel_unstarted(jobs, error_class: str, summary: str) -> int:
-    """Record these jobs, which never ran, as cancelled (FAILED, with `summary`); return how many."""
+def cancel_unstarted(jobs, error_class: str, summary: str, history: list | None = None, **changes) -> int:
+    """Record these jobs as cancelled before they ran (FAILED, with `summary` after the errors
+    of their earlier attempts, `history`), with `changes` besides; return how many."""
     error = {
         "exception_class_path": error_class,
         "traceback": "",
@@ -151,9 +152,10 @@ def cancel_unstarted(jobs, error_class: str, summary: str) -> int:
         finished_at=Now(),
         waiting_for=None,
         active_key=None,
-        errors=[error],
+        errors=[*(history or []), error],
         last_error=summary,
         blocked=done_if_keyed(),
+        **changes,
     )
 
 
@@ -218,8 +220,8 @@ def release_callbacks(job_model, using: str, batch: Batch) -> list[Final]:
     if awaited:
         outcome = "succeeded" if not batch.failed else "had failures"
         summary = f"JobCancelled: not run: its batch {batch.pk} {outcome}"
-        jobs.filter(pk__in=awaited).update(args=[batch.summary()])  # retried, it has what it needs
-        cancel_unstarted(jobs.filter(pk__in=awaited), CANCELLED, summary)
+        # Retried, it runs with what it needs.
+        cancel_unstarted(jobs.filter(pk__in=awaited), CANCELLED, summary, args=[batch.summary()])
     return [Final(pk, None, True, succeeded=False) for pk in awaited]
 
 
@@ -234,12 +236,16 @@ def cancel_ready(job_model, using: str, pks: list[str]) -> int:
         jobs.select_for_update()
         .filter(pk__in=pks, status=JobStatus.READY)
         .order_by("pk")
-        .values_list("pk", "batch_id", "has_dependents")
+        .values_list("pk", "batch_id", "has_dependents", "errors")
     )
     if not rows:
         return 0
-    cancel_unstarted(
-        jobs.filter(pk__in=[row[0] for row in rows]), CANCELLED, "JobCancelled: cancelled before it ran"
-    )
-    settle(job_model, using, [Final(pk, batch, dependents, False) for pk, batch, dependents in rows])
+    summary = "JobCancelled: cancelled before it ran"
+    fresh = [pk for pk, _batch, _dependents, errors in rows if not errors]
+    if fresh:
+        cancel_unstarted(jobs.filter(pk__in=fresh), CANCELLED, summary)
+    for pk, _batch, _dependents, errors in rows:
+        if errors:  # waiting for a retry: its earlier attempts' errors are kept
+            cancel_unstarted(jobs.filter(pk=pk), CANCELLED, summary, history=errors)
+    settle(job_model, using, [Final(pk, batch, dependents, False) for pk, batch, dependents, _e in rows])
     return len(rows)

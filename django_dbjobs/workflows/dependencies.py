@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..enqueuing.workflow_options import open_after, upstream_ids
+from ..enqueuing.workflow_options import open_after, runs_on_failure, upstream_ids
 
 
 @contextmanager
@@ -17,7 +17,7 @@ def after(*jobs: Any, on_failure: str = "cancel") -> Iterator[None]:
     The same as ``enqueue(..., after=[...], after_failure=...)``, for code that does not
     call enqueue() itself: ``my_task.enqueue()`` of ``django.tasks``.
     """
-    token = open_after.set((upstream_ids(list(jobs), on_failure), on_failure == "run"))
+    token = open_after.set((upstream_ids(list(jobs)), runs_on_failure(on_failure)))
     try:
         yield
     finally:

@@ -65,7 +65,7 @@ def prepare(
         concurrency_key=concurrency_key,
         concurrency_limit=concurrency_limit,
     )
-    return rows.build(fields, using)
+    return rows.remember_build(rows.build(fields, using), fields)
 
 
 def job_fields(

@@ -2,7 +2,8 @@
 
 ``Model.save()`` and ``bulk_create()`` compile the INSERT and prepare every column of
 every row anew; for a one-row INSERT that costs more than the database's own work.
-Here the SQL is made once per database, row count and shape of row (insert_sql.py): a
+Here the SQL is made once per database, row count and shape of row (insert_sql.py; many
+rows on PostgreSQL go in by COPY instead, copy_rows.py): a
 column still at its default (status, attempts, the empty error list, ...) is written into
 the SQL as a literal, only the job's own values travel as parameters (values shared by
 every row once per statement), and the columns the database fills in (``run_at``,
@@ -22,8 +23,8 @@ from django.db.models.signals import post_save, pre_save
 from .. import db
 from ..models import Job
 from ..signals import has_receivers
-from . import insert_sql
-from .rows import MISSING, FieldSpec, field_specs
+from . import copy_rows, insert_sql
+from .rows import MISSING, FieldSpec, field_specs, made_as_built
 
 _PLAIN = (str, int, type(None))
 
@@ -61,9 +62,16 @@ def insert(
         shapes[_made_shape(given, shared)] = instances
     else:
         for instance in instances:
-            shapes.setdefault(_shape(instance), []).append(instance)
+            made = made_as_built(instance)  # prepare()'s jobs, unchanged: known without a look
+            shape = _shape(instance) if made is None else _made_shape(made, frozenset())
+            shapes.setdefault(shape, []).append(instance)
     with transaction.mark_for_rollback_on_error(using):
         for shape, group in shapes.items():
+            if copy_rows.usable(connection, len(group)):
+                if "d" in shape:
+                    shape = _clock_once(connection, shape, group)
+                copy_rows.copy(connection, shape, group, texts if given is not None else None, db_param)
+                continue
             if len(group) > 1 and "d" in shape and connection.vendor != "postgresql":
                 shape = _clock_once(connection, shape, group)  # PostgreSQL: see insert_sql.plan()
             plan = insert_sql.plan(using, shape, many=len(group) > 1)

@@ -7,6 +7,7 @@ its own values put in.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +78,62 @@ def field_specs() -> list[FieldSpec]:
 def build(fields: dict[str, Any], using: str) -> Job:
     """Return ``Job(**fields)``, unsaved and bound to `using`, in a fraction of the time."""
     return build_many(fields, [{}], using)[0]
+
+
+#: The instance attribute where prepare() leaves what made_as_built() checks.
+BUILT = "_dbjobs_built"
+
+
+def remember_build(job: Job, fields: dict[str, Any]) -> Job:
+    """Note on `job` (from build(`fields`)) which fields it was given and every field's value
+    as built, so that bulk_enqueue() can tell at little cost that it is unchanged since."""
+    given = _given_names.get(tuple(fields))
+    if given is None:
+        given = _given_names[tuple(fields)] = frozenset(fields)
+    job.__dict__[BUILT] = (given, _values_of(job.__dict__))
+    return job
+
+
+def made_as_built(job: Job) -> frozenset | None:
+    """The fields `job` was given, if remember_build() saw it and no field changed since
+    (each value the same object, or equal; a list or dict left at its default, still equal
+    to it); else None. Takes the note off the job either way."""
+    built = job.__dict__.pop(BUILT, None)
+    if built is None:
+        return None
+    given, values = built
+    attributes = job.__dict__
+    try:
+        if _values_of(attributes) != values:
+            return None
+    except KeyError:  # a field deleted from the instance: let the full check say
+        return None
+    for name, default in _mutable_defaults():
+        if name not in given and attributes[name] != default:  # changed in place
+            return None
+    return given
+
+
+_given_names: dict[tuple, frozenset] = {}
+_getters: list = []
+
+
+def _values_of(attributes: dict) -> tuple:
+    if not _getters:
+        _getters.append(operator.itemgetter(*(spec.attname for spec in field_specs())))
+    return _getters[0](attributes)
+
+
+def _mutable_defaults() -> list[tuple[str, Any]]:
+    if not _mutables:
+        _mutables.extend(
+            (spec.attname, spec.default) for spec in field_specs() if isinstance(spec.default, list | dict)
+        )
+        _mutables.append(("", None))  # the list is made (never empty); skipped below
+    return _mutables[:-1]
+
+
+_mutables: list[tuple[str, Any]] = []
 
 
 def _recipe(given: tuple[str, ...]) -> tuple[dict, list, list]:

@@ -1,0 +1,129 @@
+"""Many rows at once: on PostgreSQL they go in by COPY (enqueuing/copy_rows.py), elsewhere by the
+multi-row INSERT; either way a row is exactly what save() writes, and prepare()'s jobs changed
+after it are stored as changed."""
+
+import datetime
+
+import pytest
+from django.db import DataError, connection, transaction
+from django.utils import timezone
+
+from django_dbjobs import bulk_enqueue, db, enqueue_many, prepare
+from django_dbjobs.enqueuing import copy_rows
+from django_dbjobs.models import Job, JobStatus
+from tests import jobs
+from tests.test_bulk import stored
+from tests.test_wakeup import Listening
+
+MANY = copy_rows.FEWEST_ROWS + 36  # enough for COPY on PostgreSQL
+
+# Text COPY's own format gives a meaning to: tabs, newlines, backslashes, \N (NULL) and \. (end).
+AWKWARD = ["tab\tin", "line\nbreak\r\n", "back\\slash", "\\N", "\\.", "é \u2603 😀", "", 'q " , {x}']
+
+
+@pytest.fixture
+def copies(monkeypatch):
+    """How many COPY statements ran (the real ones: this only counts them)."""
+    calls = []
+    real = copy_rows.copy
+
+    def counting(*args, **kwargs):
+        calls.append(len(args[2]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(copy_rows, "copy", counting)
+    return calls
+
+
+def expect_copy() -> bool:
+    return copy_rows.usable(connection, MANY)
+
+
+@pytest.mark.django_db
+def test_many_rows_hold_awkward_text_and_json_exactly_as_save_writes_them(copies):
+    def make(n):
+        text = AWKWARD[n % len(AWKWARD)]
+        job = prepare(jobs.echo, text, {"k": [text, None, 1.5]}, kwargs={"b": text}, queue=f"q-{n % 3}")
+        job.last_error = text
+        job.return_value = None if n % 2 else {"kept": [text, None]}
+        return job
+
+    count = 2 * MANY  # shapes of row: return_value None or not, last_error empty or not
+    made = [make(n) for n in range(count)]
+    references = [make(n) for n in range(count)]
+    bulk_enqueue(made)
+    assert bool(copies) == expect_copy(), "COPY on PostgreSQL, the INSERT elsewhere"
+    assert all(size >= copy_rows.FEWEST_ROWS for size in copies)
+    for reference in references:
+        reference.save(force_insert=True)
+    for job, reference in zip(made, references, strict=True):
+        assert stored(job) == stored(reference)
+    assert Job.objects.filter(return_value__isnull=True).count() == count  # None is SQL NULL, as save()
+
+
+@pytest.mark.django_db
+def test_enqueue_many_by_copy_gives_back_the_rows_clock_and_ids_in_order(copies):
+    before = timezone.now()
+    created = enqueue_many(jobs.add, [(i, i) for i in range(MANY)], queue="bulk", priority=3)
+    assert copies == ([MANY] if expect_copy() else [])
+    rows = list(Job.objects.order_by("id").values_list("id", "args", "run_at", "enqueued_at", "status"))
+    assert [row[0] for row in rows] == [job.pk for job in created]
+    assert [row[1] for row in rows] == [[i, i] for i in range(MANY)]
+    assert {row[4] for row in rows} == {JobStatus.READY}
+    if connection.features.can_return_rows_from_bulk_insert:
+        assert {(job.run_at, job.enqueued_at) for job in created} == {row[2:4] for row in rows}
+        assert rows[0][2] >= before - datetime.timedelta(seconds=5)
+
+
+@pytest.mark.django_db
+def test_prepared_jobs_changed_after_prepare_are_stored_as_changed(copies):
+    later = timezone.now() + datetime.timedelta(hours=2)
+    made = [prepare(jobs.add, n, n) for n in range(MANY)]
+    made[1].priority = 8  # a given field replaced
+    made[2].errors.append({"by": "hand"})  # a default list changed in place
+    made[3].worker_ids.append("w-1")
+    made[4].status = JobStatus.FAILED
+    made[5].run_at = later  # the database's clock would have filled it in
+    made[6].args.append(99)  # a given value changed in place
+    bulk_enqueue(made)
+    columns = ("args", "priority", "errors", "worker_ids", "status", "run_at")
+    rows = {row["args"][0]: row for row in Job.objects.values(*columns)}
+    assert rows[1]["priority"] == 8 and rows[0]["priority"] == 0
+    assert rows[2]["errors"] == [{"by": "hand"}] and rows[0]["errors"] == []
+    assert rows[3]["worker_ids"] == ["w-1"] and rows[0]["worker_ids"] == []
+    assert rows[4]["status"] == JobStatus.FAILED and rows[0]["status"] == JobStatus.READY
+    assert rows[5]["run_at"] == later and rows[0]["run_at"] < later
+    assert rows[6]["args"] == [6, 6, 99]
+    assert made[0].run_at == rows[0]["run_at"], "the returned jobs carry the clock the rows got"
+
+
+@pytest.mark.django_db
+def test_a_value_the_database_refuses_fails_the_call_and_stores_none_of_it():
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite stores a queue name of any length")
+    made = [prepare(jobs.add, n, n) for n in range(MANY)]
+    made[MANY - 1].queue = "x" * 500  # past the column's length, set after validation
+    with pytest.raises(DataError), transaction.atomic():
+        bulk_enqueue(made)
+    assert Job.objects.count() == 0
+    bulk_enqueue([prepare(jobs.add, 1, 1) for _ in range(MANY)])  # the connection works on
+    assert Job.objects.count() == MANY
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(not db.supports_listen(), reason="NOTIFY exists on PostgreSQL only")
+def test_copy_notifies_once_on_commit_and_never_on_rollback(copies):
+    listener = Listening()
+    try:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            enqueue_many(jobs.add, [(n, n) for n in range(MANY)])
+            raise RuntimeError("roll back")
+        assert listener.received(0.3) == 0, "a rolled-back COPY notified"
+        assert Job.objects.count() == 0
+        with transaction.atomic():
+            bulk_enqueue([prepare(jobs.add, n, n) for n in range(MANY)])
+            assert listener.received(0.3) == 0, "notified before the commit"
+        assert listener.received(1.0) == 1
+        assert copies == [MANY, MANY]
+    finally:
+        listener.close()

@@ -24,3 +24,5 @@ if os.environ.get("BENCH_SCRATCH_NAME"):  # worker subprocesses: the scratch dat
 DATABASES = {"default": _db}
 # PostgreSQL: BENCH_PREPARED_STATEMENTS=0 measures without prepared statements.
 DBJOBS_PREPARED_STATEMENTS = env.bool("BENCH_PREPARED_STATEMENTS", default=True)
+# PostgreSQL: BENCH_ASYNC_CLAIM_COMMIT=1 commits claims without waiting for the WAL flush.
+DBJOBS_ASYNC_CLAIM_COMMIT = env.bool("BENCH_ASYNC_CLAIM_COMMIT", default=False)

@@ -104,6 +104,10 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
         results.update(w3_all(runs, n3))
     if "W4" in only:
         results.update(w4_all(runs, max(int(400 * scale), 20)))
+    if "W8" in only:
+        from bench import memory
+
+        results.update(memory.w8_all(runs, n2, taking_turns))
     if "W6" in only:
         from bench import flow
 

@@ -234,7 +234,7 @@ def check_settings(app_configs=None, **kwargs):
     return errors
 
 
-@checks.register()
+@checks.register(checks.Tags.urls)  # it imports the URLconf: not in run_jobs (worker_checks.py)
 def check_jobs(app_configs=None, **kwargs):
     return unimported_job_warnings()
 

@@ -1,5 +1,6 @@
 """Job functions used by the tests; autodiscovered as the `jobs` module of the tests app."""
 
+import sys
 import os
 import signal
 import time
@@ -492,3 +493,9 @@ def fails_while_exists(path):
 @job
 def pause(seconds):
     time.sleep(seconds)
+
+
+@job
+def loaded(names):
+    """Which of the modules `names` the process running this job has imported."""
+    return [name for name in names if name in sys.modules]

@@ -1,10 +1,19 @@
-"""Which migrations a database still needs: pending ones, and the rest of a partly applied old chain."""
+"""Which migrations a database still needs: pending ones, and the rest of a partly applied old chain.
+
+Only this app's migrations are read, never the project's: Django's MigrationLoader imports
+every app's migration modules, and a worker, which checks at its start, would keep them
+all in memory for its life (a megabyte or more in a real project). This app's migrations
+depend on nothing but each other, in the order of their names.
+"""
 
 from __future__ import annotations
 
+import pkgutil
+from importlib import import_module
+
 from django.db import connections
-from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.migration import Migration
 from django.db.migrations.recorder import MigrationRecorder
 
 from ..exceptions import MissingMigrations
@@ -13,7 +22,31 @@ from .online_index import is_index_only
 APP_LABEL = "django_dbjobs"
 
 
-def missing_replaced_migrations(using: str = "default", loader: MigrationLoader | None = None) -> list[str]:
+def disk_migrations() -> dict[str, Migration]:
+    """This app's migrations on disk by name, in order (``MIGRATION_MODULES`` honoured)."""
+    module_name, _explicit = MigrationLoader.migrations_module(APP_LABEL)
+    if module_name is None:
+        return {}
+    module = import_module(module_name)
+    names = sorted(
+        name for _finder, name, is_package in pkgutil.iter_modules(module.__path__) if not is_package
+    )
+    return {
+        name: import_module(f"{module_name}.{name}").Migration(name, APP_LABEL)
+        for name in names
+        if name[0] not in "_~"
+    }
+
+
+def _applied(using: str) -> set[str] | None:
+    """This app's migrations recorded as applied; None when there is no record table."""
+    recorder = MigrationRecorder(connections[using])
+    if not recorder.has_table():
+        return None
+    return {name for app, name in recorder.applied_migrations() if app == APP_LABEL}
+
+
+def missing_replaced_migrations(using: str = "default") -> list[str]:
     """The replaced migrations this database lacks, if it applied some of them; else [].
 
     A database that applied every migration a squashed one replaces has the squashed one
@@ -21,17 +54,17 @@ def missing_replaced_migrations(using: str = "default", loader: MigrationLoader 
     neither: Django then drops our app from the plan, or runs the squashed migration
     over tables that exist, and only the release that shipped the missing migrations
     can apply them. The squashed migration counts as one of them when it has the name
-    of the first (0001_initial). `loader`: one already made for this database.
+    of the first (0001_initial).
     """
-    recorder = MigrationRecorder(connections[using])
-    if not recorder.has_table():
-        return []
-    applied = {name for app, name in recorder.applied_migrations() if app == APP_LABEL}
+    applied = _applied(using)
+    return [] if applied is None else _missing_replaced(applied, disk_migrations())
+
+
+def _missing_replaced(applied: set[str], disk: dict[str, Migration]) -> list[str]:
     missing = []
-    loader = loader or MigrationLoader(None, ignore_no_migrations=True)
-    for (app, name), migration in loader.disk_migrations.items():
+    for name, migration in disk.items():
         replaced = [replaced_name for _app, replaced_name in migration.replaces]
-        if app != APP_LABEL or not replaced:
+        if not replaced:
             continue
         if name in applied or applied.intersection(replaced):
             missing += [replaced_name for replaced_name in replaced if replaced_name not in applied]
@@ -45,17 +78,19 @@ def pending_migrations(using: str = "default") -> list[str]:
     A database that applied only some of the migrations the initial one replaces lacks
     the rest (missing_replaced_migrations()), which Django's plan does not show.
     """
-    executor = MigrationExecutor(connections[using])
-    missing = missing_replaced_migrations(using, executor.loader)
+    disk = disk_migrations()
+    applied = _applied(using) or set()
+    missing = _missing_replaced(applied, disk)
     if missing:
         return [f"{APP_LABEL}.{name}" for name in missing]
-    targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "django_dbjobs"]
-    plan = executor.migration_plan(targets)
-    return [
-        f"{migration.app_label}.{migration.name}"
-        for migration, backwards in plan
-        if not backwards and not is_index_only(migration)
-    ]
+    pending = []
+    for name, migration in disk.items():
+        replaced = [replaced_name for _app, replaced_name in migration.replaces]
+        if name in applied or (replaced and applied.issuperset(replaced)):
+            continue  # a squashed migration counts as applied when all it replaces is
+        if not is_index_only(migration):
+            pending.append(f"{APP_LABEL}.{name}")
+    return pending
 
 
 def require_migrated(using: str = "default") -> None:

@@ -9,6 +9,7 @@ from django_dbjobs.enqueuing import validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
+from django_dbjobs.management.worker_checks import without_unused_checks
 from django_dbjobs.operations import known_queues
 from django_dbjobs.worker import supervisor
 from django_dbjobs.worker.loop import Worker
@@ -67,6 +68,10 @@ class Command(BaseCommand):
             help="Worker processes to run and supervise, each with --concurrency threads (default: 1).",
         )
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
+
+    def check(self, *args, **kwargs):
+        with without_unused_checks():  # see worker_checks.py: no URLconf, no migrate command
+            return super().check(*args, **kwargs)
 
     def handle(self, *args, **options):
         logs.show(self.stderr._out, options["verbosity"])

@@ -1,8 +1,8 @@
 """Job functions used by the tests; autodiscovered as the `jobs` module of the tests app."""
 
-import sys
 import os
 import signal
+import sys
 import time
 
 from django_dbjobs import current_job, job

@@ -202,12 +202,19 @@ CPU_TWO = {"processes": 1, "args": ["--processes", "2", "--concurrency", "1"], "
 
 
 def w5_all(runs: int, n5: int) -> dict:
-    """Many workers on one database: 16 worker processes against 2 (no-op jobs, fastest settings)."""
-    two = summarise(repeat(runs, lambda: drain(jobs.noop, n5, MANY_TWO, [])))
-    sixteen = summarise(repeat(runs, lambda: drain(jobs.noop, n5, MANY_SIXTEEN, [])))
+    """Many workers on one database: 16 and 32 worker processes against 2 (no-op jobs, one
+    thread each), their runs taking turns."""
+    two, sixteen, thirty_two = taking_turns(
+        runs,
+        lambda: drain(jobs.noop, n5, MANY_TWO, []),
+        lambda: drain(jobs.noop, n5, MANY_SIXTEEN, []),
+        lambda: drain(jobs.noop, n5, MANY_THIRTY_TWO, []),
+    )
+    two = summarise(two)
     return {
         "W5 drain, 2 processes": two,
-        "W5 drain, 16 processes": {**sixteen, "limit": two["median"]},
+        "W5 drain, 16 processes": {**summarise(sixteen), "limit": two["median"]},
+        "W5 drain, 32 processes": {**summarise(thirty_two), "limit": two["median"]},
     }
 
 
@@ -219,5 +226,10 @@ MANY_TWO = {
 MANY_SIXTEEN = {
     "processes": 1,
     "args": ["--processes", "16", "--concurrency", "1"],
+    "env": {},
+}
+MANY_THIRTY_TWO = {
+    "processes": 1,
+    "args": ["--processes", "32", "--concurrency", "1"],
     "env": {},
 }

@@ -177,7 +177,8 @@ class Worker:
                 # jobs it took start. Claim again once woken, or shortly (what this turn's
                 # sweep or scheduler made due may have sent no signal); never exit idle here.
                 self._drained = False
-                self._waiter.wait(DRAINED_RECHECK, probe=False)
+                if self._waiter.wait(DRAINED_RECHECK, probe=False):
+                    self._claim_woken()  # before this turn's housekeeping, as below
                 continue
             claimed = self.claimer.claim_free_slots()
             if claimed is None:
@@ -203,14 +204,19 @@ class Worker:
             # (no probe on MySQL/MariaDB).
             timeouts.looks_at(self._wake, float("inf"))  # a deadline armed from now on wakes it
             woken = self._wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
-            if woken and not self._stopping and not supervisor.gone(self._parent):
-                # Woken: new jobs or a free thread. Claim now, the housekeeping above after:
-                # an idle worker's wake-up waits for nothing but its claim. New jobs may
-                # be waiting for a concurrency slot: the next turn admits them.
-                self.admitter.look_now()
-                self.claimer.rated.claims.woken()
-                self.claimer.claim_free_slots()
-                self._drained = self.claimer.came_short
+            if woken:
+                self._claim_woken()
+
+    def _claim_woken(self) -> None:
+        """Woken: new jobs or a free thread. Claim now, the loop's housekeeping after (a success
+        batch to store, a sweep...): an idle worker's wake-up waits for nothing but its claim.
+        New jobs may be waiting for a concurrency slot: the next turn admits them."""
+        if self._stopping or supervisor.gone(self._parent):
+            return
+        self.admitter.look_now()
+        self.claimer.rated.claims.woken()
+        self.claimer.claim_free_slots()
+        self._drained = self.claimer.came_short
 
     def _wait(self, seconds: float, probe: bool) -> bool:
         """Wait for a wake-up, `seconds` at most; a job deadline due sooner ends it (timeouts.py)."""

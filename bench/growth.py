@@ -11,18 +11,22 @@ table holds that many (``--refill`` makes them again). The finished jobs have id
 enqueue order (UUIDv7) over the past seven days, as a busy queue leaves them; the ready
 jobs are due, and claims take from them.
 
-Each figure is microseconds per job, the median of ``--runs`` rounds:
+The empty table is a second database beside it (``<name>_empty``, emptied before each
+round, then given 5,000 ready jobs for its claims). Each round runs in a process of its
+own, the empty table's and the big table's taking turns, and starts with a ``VACUUM
+(INDEX_CLEANUP ON)`` of the table, as autovacuum would have left it. Each figure is microseconds per
+job, the median of ``--runs`` rounds:
 
 - enqueue(): 2,000 calls, each its own transaction;
 - claim: 300 claims of 10 jobs (``Job.objects.claim()``, the worker's statement);
 - completion: those jobs finished 10 at a time (``finish_successes()``, the worker's
   success batch), fenced on owner and pickup.
-
-The empty table's round has 5,000 ready jobs for its claims.
 """
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -79,21 +83,38 @@ def main() -> None:
     parser.add_argument("--ready", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--refill", action="store_true", help="Make the rows again even if present.")
+    parser.add_argument("--round", choices=["empty", "big"], help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.round:  # one round, in a process of its own: print its figures
+        setup(options.database)
+        if options.round == "empty":
+            empty_table()
+        vacuum()
+        print(json.dumps(measure()))
+        return
     setup(options.database)
     from django.db import connection
 
     if connection.vendor != "postgresql":
         raise SystemExit("bench/growth.py measures PostgreSQL.")
-    empty_table()
-    small = measure(options.runs)
     filled = fill(options.finished, options.ready, options.refill)
-    big = measure(options.runs)
-    print(f"\nCost per job as the table grows, PostgreSQL ({filled})")
+    connection.close()
+    # The empty table is a database of its own, so the big one is kept; their rounds take
+    # turns (empty, big, empty, ...), so a noisy moment on the machine is shared.
+    empty_url = options.database.rstrip("/") + "_empty"
+    small: dict[str, list[float]] = {}
+    big: dict[str, list[float]] = {}
+    for _ in range(options.runs):
+        for url, kind, figures in ((empty_url, "empty", small), (options.database, "big", big)):
+            child = [sys.executable, __file__, "--database", url, "--round", kind]
+            out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
+            for name, value in json.loads(out.strip().splitlines()[-1]).items():
+                figures.setdefault(name, []).append(value)
+    print(f"\nCost per job as the table grows, PostgreSQL ({filled}), medians of {options.runs}")
     print(f"{'µs per job':<28} {'empty table':>12} {'big table':>12} {'ratio':>6}")
     for name in small:
-        ratio = big[name] / small[name]
-        print(f"{name:<28} {small[name]:>12.1f} {big[name]:>12.1f} {ratio:>6.2f}")
+        before, after = statistics.median(small[name]), statistics.median(big[name])
+        print(f"{name:<28} {before:>12.1f} {after:>12.1f} {after / before:>6.2f}")
 
 
 def setup(url: str) -> None:
@@ -161,34 +182,41 @@ def fill(finished: int, ready: int, refill: bool) -> str:
     return f"{finished:,} finished and {ready:,} ready jobs, made in {seconds:.0f} s"
 
 
-def measure(runs: int) -> dict:
+def vacuum() -> None:
+    """Both tables start a round as autovacuum leaves them: the claim index without the
+    entries of jobs claimed since (INDEX_CLEANUP ON: PostgreSQL 14+ skips the indexes when
+    few pages have dead rows, and those entries would pile up at the head of the claim
+    index from one round to the next)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (INDEX_CLEANUP ON, ANALYZE) django_dbjobs_job")
+
+
+def measure() -> dict:
+    """One round: µs per job of each operation."""
     from bench import jobs
     from django_dbjobs import enqueue
     from django_dbjobs.models import Job
 
-    figures: dict[str, list[float]] = {
-        "enqueue()": [],
-        "claim (10 a claim)": [],
-        "completion (10 at once)": [],
-    }
-    for _ in range(runs):
+    figures = {}
+    started = time.perf_counter()
+    for _ in range(2000):
+        enqueue(jobs.noop)
+    figures["enqueue()"] = (time.perf_counter() - started) / 2000 * 1e6
+    claiming = finishing = 0.0
+    claimed = 0
+    for _ in range(300):
         started = time.perf_counter()
-        for _ in range(2000):
-            enqueue(jobs.noop)
-        figures["enqueue()"].append((time.perf_counter() - started) / 2000 * 1e6)
-        claiming = finishing = 0.0
-        claimed = 0
-        for _ in range(300):
-            started = time.perf_counter()
-            batch = Job.objects.claim("bench-growth", limit=10)
-            middle = time.perf_counter()
-            Job.objects.finish_successes("bench-growth", [(job, None) for job in batch])
-            claiming += middle - started
-            finishing += time.perf_counter() - middle
-            claimed += len(batch)
-        figures["claim (10 a claim)"].append(claiming / claimed * 1e6)
-        figures["completion (10 at once)"].append(finishing / claimed * 1e6)
-    return {name: statistics.median(values) for name, values in figures.items()}
+        batch = Job.objects.claim("bench-growth", limit=10)
+        middle = time.perf_counter()
+        Job.objects.finish_successes("bench-growth", [(job, None) for job in batch])
+        claiming += middle - started
+        finishing += time.perf_counter() - middle
+        claimed += len(batch)
+    figures["claim (10 a claim)"] = claiming / claimed * 1e6
+    figures["completion (10 at once)"] = finishing / claimed * 1e6
+    return figures
 
 
 if __name__ == "__main__":

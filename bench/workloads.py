@@ -108,6 +108,10 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
         from bench import memory
 
         results.update(memory.w8_all(runs, n2, taking_turns))
+    if "W9" in only:
+        from bench import cpu
+
+        results.update(cpu.w9_all(runs, n2, taking_turns))
     if "W6" in only:
         from bench import flow
 

@@ -14,6 +14,8 @@ import resource
 import time
 from pathlib import Path
 
+from django.db import connection
+
 from bench import jobs
 from bench.run import DEFAULTS, FASTEST, Workers, summarise
 from django_dbjobs import enqueue, enqueue_many
@@ -88,7 +90,7 @@ def w9_all(runs: int, count: int, taking_turns) -> dict:
         "enqueue()": lambda: enqueues(count // 5),
         "enqueue_many()": lambda: bulk(count),
         "drain, defaults": lambda: drain(count, DEFAULTS),
-        "drain, fastest settings": lambda: drain(count, FASTEST),
+        "drain, fastest settings": lambda: drain(count, FASTEST[connection.vendor]),
     }
     jobs_done = {"enqueue()": count // 5}
     taking_turns(runs, *(_pair(once, per_job, name) for name, once in onces.items()))

@@ -215,8 +215,11 @@ class Worker:
             return
         self.admitter.look_now()
         self.claimer.rated.claims.woken()
-        self.claimer.claim_free_slots()
-        self._drained = self.claimer.came_short
+        claimed = self.claimer.claim_free_slots()
+        # Short, but some: wait a moment before claiming again (see _loop()). None at all (a
+        # free thread woke it, or a job another worker took): the next turn's idle wait
+        # probes, on MySQL/MariaDB and SQLite, where the drained wait would not.
+        self._drained = bool(claimed) and self.claimer.came_short
 
     def _wait(self, seconds: float, probe: bool) -> bool:
         """Wait for a wake-up, `seconds` at most; a job deadline due sooner ends it (timeouts.py)."""

@@ -25,6 +25,29 @@ SERVERS = {"postgres", "mariadbd", "mysqld"}
 TICK = os.sysconf("SC_CLK_TCK")
 
 
+def _server_processes() -> list[Path]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone since listed
+            continue
+        if stat[stat.index("(") + 1 : stat.rindex(")")] in SERVERS:
+            found.append(entry)
+    return found
+
+
+def settled(before: int, timeout: float = 5.0) -> None:
+    """Wait until the server has no more processes than `before`: the backends of the
+    connections a run closed have exited and been reaped, so their CPU is in the
+    postmaster's (a backend reaped while server_cpu() reads /proc would count nowhere)."""
+    deadline = time.monotonic() + timeout
+    while len(_server_processes()) > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def server_cpu() -> float:
     """Seconds of CPU used so far by the database server's processes (0 for SQLite)."""
     total = 0
@@ -55,8 +78,10 @@ def own_cpu() -> float:
 
 def _measured(work, client) -> tuple[float, float]:
     """(client, server) CPU seconds of work()."""
+    processes = len(_server_processes())
     client_before, server_before = client(), server_cpu()
     work()
+    settled(processes)
     return client() - client_before, server_cpu() - server_before
 
 

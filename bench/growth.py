@@ -14,7 +14,9 @@ jobs are due, and claims take from them.
 The empty table is a second database beside it (``<name>_empty``, emptied before each
 round, then given 5,000 ready jobs for its claims). Each round runs in a process of its
 own, the empty table's and the big table's taking turns, and starts with a ``VACUUM
-(INDEX_CLEANUP ON)`` of the table, as autovacuum would have left it. Each figure is microseconds per
+(INDEX_CLEANUP ON)`` of the table: the state a vacuum that cleans the indexes leaves
+(autovacuum may skip index cleanup when few pages hold dead rows, and the claim then
+reads past more dead entries: these are the figures after a cleaning vacuum). Each figure is microseconds per
 job, the median of ``--runs`` rounds:
 
 - enqueue(): 2,000 calls, each its own transaction;

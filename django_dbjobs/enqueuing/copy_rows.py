@@ -32,12 +32,11 @@ FEWEST_ROWS = 64
 
 
 def usable(connection, rows: int) -> bool:
-    """Whether `rows` jobs go in by COPY on `connection`: PostgreSQL through psycopg 3."""
+    """Whether `rows` jobs go in by COPY on `connection`: PostgreSQL through psycopg 3 (the
+    driver this connection uses, not merely one installed)."""
     if connection.vendor != "postgresql" or rows < FEWEST_ROWS:
         return False
-    from django.db.backends.postgresql.psycopg_any import is_psycopg3
-
-    return is_psycopg3
+    return getattr(getattr(connection, "Database", None), "__name__", "") == "psycopg"
 
 
 def copy(connection, shape: tuple, group: list[Job], texts: dict | None, db_param) -> None:

@@ -125,15 +125,15 @@ def _values_of(attributes: dict) -> tuple:
 
 
 def _mutable_defaults() -> list[tuple[str, Any]]:
-    if not _mutables:
-        _mutables.extend(
+    global _mutables
+    if _mutables is None:  # made whole, then set at once: threads may race to make it
+        _mutables = [
             (spec.attname, spec.default) for spec in field_specs() if isinstance(spec.default, list | dict)
-        )
-        _mutables.append(("", None))  # the list is made (never empty); skipped below
-    return _mutables[:-1]
+        ]
+    return _mutables
 
 
-_mutables: list[tuple[str, Any]] = []
+_mutables: list[tuple[str, Any]] | None = None
 
 
 def _recipe(given: tuple[str, ...]) -> tuple[dict, list, list]:

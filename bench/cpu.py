@@ -25,7 +25,8 @@ SERVERS = {"postgres", "mariadbd", "mysqld"}
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _server_processes() -> list[Path]:
+def _server_stats() -> list[list[str]]:
+    """The fields of /proc/<pid>/stat after the name, for each database server process."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -35,7 +36,7 @@ def _server_processes() -> list[Path]:
         except OSError:  # gone since listed
             continue
         if stat[stat.index("(") + 1 : stat.rindex(")")] in SERVERS:
-            found.append(entry)
+            found.append(stat[stat.rindex(")") + 2 :].split())
     return found
 
 
@@ -44,27 +45,14 @@ def settled(before: int, timeout: float = 5.0) -> None:
     connections a run closed have exited and been reaped, so their CPU is in the
     postmaster's (a backend reaped while server_cpu() reads /proc would count nowhere)."""
     deadline = time.monotonic() + timeout
-    while len(_server_processes()) > before and time.monotonic() < deadline:
+    while len(_server_stats()) > before and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
 def server_cpu() -> float:
     """Seconds of CPU used so far by the database server's processes (0 for SQLite)."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # gone since listed
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        if name not in SERVERS:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        # utime, stime, then cutime, cstime: the children it has waited for (backends).
-        total += sum(int(value) for value in fields[11:15])
-    return total / TICK
+    # utime, stime, then cutime, cstime: the children it has waited for (backends).
+    return sum(int(value) for fields in _server_stats() for value in fields[11:15]) / TICK
 
 
 def children_cpu() -> float:
@@ -78,7 +66,7 @@ def own_cpu() -> float:
 
 def _measured(work, client) -> tuple[float, float]:
     """(client, server) CPU seconds of work()."""
-    processes = len(_server_processes())
+    processes = len(_server_stats())
     client_before, server_before = client(), server_cpu()
     work()
     settled(processes)

@@ -42,7 +42,9 @@ class Heartbeat(threading.Thread):
         self.register = register
         self.using = using
         self._stop_event = threading.Event()
-        #: time.monotonic() of the last beat the database took.
+        #: time.monotonic() when the last beat the database took was sent: what the beat
+        #: proves is the worker alive then, not when the answer was read (a process
+        #: frozen in between would otherwise thaw believing itself fresh: lease.py).
         self.last_beat = time.monotonic()
 
     def run(self) -> None:
@@ -54,6 +56,7 @@ class Heartbeat(threading.Thread):
 
     def beat(self) -> bool:
         """Refresh the worker row by the database clock; return False on a database error."""
+        sent = time.monotonic()
         try:
             rows = WorkerProcess.objects.using(self.using).filter(pk=self.worker_id)
             if not rows.update(heartbeat_at=Now()):
@@ -62,7 +65,7 @@ class Heartbeat(threading.Thread):
                 )
                 self.register()
                 self.on_lost()
-            self.last_beat = time.monotonic()
+            self.last_beat = sent
             return True
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("Heartbeat failed id=%s: %s", self.worker_id, exc)

@@ -15,6 +15,22 @@ from tests.conftest import wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def stuck(opened: Batch, worker) -> str:
+    """What a batch that never finished left behind: its counters, its jobs' states, the
+    callback job's, and the workers' output."""
+    opened.refresh_from_db()
+    jobs_of_batch = Job.objects.filter(batch=opened)
+    states = collections.Counter(jobs_of_batch.values_list("status", "blocked"))
+    callback = list(Job.objects.filter(pk=opened.on_complete).values("status", "worker", "attempts"))
+    running = list(jobs_of_batch.filter(status=JobStatus.RUNNING).values_list("worker", flat=True)[:5])
+    return (
+        f"batch total={opened.total} succeeded={opened.succeeded} failed={opened.failed} "
+        f"finished_at={opened.finished_at}; jobs by (status, blocked)={dict(states)}; "
+        f"callback={callback}; running under={running}; "
+        f"workers={list(WorkerProcess.objects.values_list('id', 'pid'))}\n{worker.output()}"
+    )
+
+
 def live_workers() -> list[int]:
     """The pids of worker processes that are running (not killed, not zombies)."""
     pids = []
@@ -67,7 +83,7 @@ def test_kill_9_storms_during_a_batch_still_give_one_callback(run_jobs, record_f
             kills += 1
     opened.refresh_from_db()
     assert opened.finished_at is None, "the storm came after the batch: make it longer"
-    assert wait_for(lambda: len(callbacks(record_file)) >= 1, 180), worker.output()
+    assert wait_for(lambda: len(callbacks(record_file)) >= 1, 180), stuck(opened, worker)
     time.sleep(2)  # a second callback, were there one, would have run by now
     worker.signal()
     assert worker.wait() == 0, worker.output()

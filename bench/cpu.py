@@ -25,9 +25,9 @@ SERVERS = {"postgres", "mariadbd", "mysqld"}
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _server_stats() -> list[list[str]]:
-    """The fields of /proc/<pid>/stat after the name, for each database server process."""
-    found = []
+def _server_stats() -> dict[str, list[str]]:
+    """The fields of /proc/<pid>/stat after the name, by pid, for each database server process."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -36,23 +36,26 @@ def _server_stats() -> list[list[str]]:
         except OSError:  # gone since listed
             continue
         if stat[stat.index("(") + 1 : stat.rindex(")")] in SERVERS:
-            found.append(stat[stat.rindex(")") + 2 :].split())
+            found[entry.name] = stat[stat.rindex(")") + 2 :].split()
     return found
 
 
-def settled(before: int, timeout: float = 5.0) -> None:
-    """Wait until the server has no more processes than `before`: the backends of the
-    connections a run closed have exited and been reaped, so their CPU is in the
+def settled(before: set[str], timeout: float = 5.0) -> None:
+    """Wait until every server process started since `before` (pids) is gone: the backends
+    of the connections a run closed have exited and been reaped, so their CPU is in the
     postmaster's (a backend reaped while server_cpu() reads /proc would count nowhere)."""
     deadline = time.monotonic() + timeout
-    while len(_server_stats()) > before and time.monotonic() < deadline:
+    while set(_server_stats()) - before:
+        if time.monotonic() > deadline:
+            print(f"warning: server processes still running: {sorted(set(_server_stats()) - before)}")
+            return
         time.sleep(0.05)
 
 
 def server_cpu() -> float:
     """Seconds of CPU used so far by the database server's processes (0 for SQLite)."""
     # utime, stime, then cutime, cstime: the children it has waited for (backends).
-    return sum(int(value) for fields in _server_stats() for value in fields[11:15]) / TICK
+    return sum(int(value) for fields in _server_stats().values() for value in fields[11:15]) / TICK
 
 
 def children_cpu() -> float:
@@ -66,7 +69,7 @@ def own_cpu() -> float:
 
 def _measured(work, client) -> tuple[float, float]:
     """(client, server) CPU seconds of work()."""
-    processes = len(_server_stats())
+    processes = set(_server_stats())
     client_before, server_before = client(), server_cpu()
     work()
     settled(processes)

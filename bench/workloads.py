@@ -240,7 +240,7 @@ def drain_running(job, count: int, setup: dict) -> float:
         enqueue_many(job, [()] * count)
         deadline = time.monotonic() + 600
         while Job.objects.exclude(status=JobStatus.SUCCESSFUL).exists():
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or Job.objects.filter(status=JobStatus.FAILED).exists():
                 raise SystemExit("the jobs were not drained")
             time.sleep(0.5)
     finally:

@@ -280,15 +280,15 @@ def test_a_worker_whose_job_just_ended_still_looks_for_other_processes_jobs(run_
     wait must be the idle one, which probes (MariaDB) or reads data_version (SQLite). A
     wait that does not (the pause after a short claim, 50 ms) made each job enqueued just
     after another ended wait for it: 26 ms at p50 on MariaDB instead of 11."""
-    worker = idle_worker(run_jobs)  # two threads: a claim of one job comes back short
+    worker = idle_worker(run_jobs)  # a claim of one job comes back short (free slots: its prefetch)
     latencies = []
-    for n in range(6):
+    for n in range(8):
         committed = time.monotonic()
         enqueue(jobs.record, n)
         assert wait_for(lambda n=n: f"{n}\n" in record_file.read_text(), 5, interval=0.001)
         latencies.append(time.monotonic() - committed)
         time.sleep(0.005)  # the job has ended (it only writes a line): its thread is free
     latencies.sort()
-    assert latencies[len(latencies) // 2] < 0.03, f"waited without looking: {latencies}"
+    assert latencies[len(latencies) // 2] < 0.035, f"waited without looking: {latencies}"
     worker.signal()
     assert worker.wait() == 0

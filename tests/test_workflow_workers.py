@@ -21,13 +21,17 @@ def stuck(opened: Batch, worker) -> str:
     opened.refresh_from_db()
     jobs_of_batch = Job.objects.filter(batch=opened)
     states = collections.Counter(jobs_of_batch.values_list("status", "blocked"))
-    callback = list(Job.objects.filter(pk=opened.on_complete).values("status", "worker", "attempts"))
+    callback = list(
+        Job.objects.filter(pk=opened.on_complete).values(
+            "status", "blocked", "waiting_for", "run_at", "worker", "attempts"
+        )
+    )
     running = list(jobs_of_batch.filter(status=JobStatus.RUNNING).values_list("worker", flat=True)[:5])
     return (
         f"batch total={opened.total} succeeded={opened.succeeded} failed={opened.failed} "
         f"finished_at={opened.finished_at}; jobs by (status, blocked)={dict(states)}; "
         f"callback={callback}; running under={running}; "
-        f"workers={list(WorkerProcess.objects.values_list('id', 'pid'))}\n{worker.output()}"
+        f"workers={list(WorkerProcess.objects.values_list('id', 'pid', 'heartbeat_at'))}\n{worker.output()}"
     )
 
 

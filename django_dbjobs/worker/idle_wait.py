@@ -55,6 +55,10 @@ class IdleWaiter:
         self.data_version = db.uses_data_version(using)
         self.listen: Listen | None = None
         self._data_version: int | None = None
+        #: Whether the last wait() was ended by its own probe (MySQL/MariaDB, SQLite), not by
+        #: this process's event or a NOTIFY: a probe can see work the claim will not take
+        #: (a job that must run alone while one runs), which a pause then throttles.
+        self.probed = False
 
     def start(self) -> None:
         if db.supports_listen(self.using):
@@ -76,6 +80,7 @@ class IdleWaiter:
         Without `probe`, only this process's wake-ups end the wait early (the worker
         has no free thread, so other processes' new jobs can wait).
         """
+        self.probed = False
         if self.listen is not None:
             return self._wait_listening(timeout)
         steps = self.steps
@@ -90,6 +95,7 @@ class IdleWaiter:
                 self.event.clear()
                 return True
             if self._changed():
+                self.probed = True
                 return True
             step = min(step * 1.5, longest)
         return False

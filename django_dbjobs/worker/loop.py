@@ -216,10 +216,12 @@ class Worker:
         self.admitter.look_now()
         self.claimer.rated.claims.woken()
         claimed = self.claimer.claim_free_slots()
-        # Short, but some: wait a moment before claiming again (see _loop()). None at all (a
-        # free thread woke it, or a job another worker took): the next turn's idle wait
-        # probes, on MySQL/MariaDB and SQLite, where the drained wait would not.
-        self._drained = bool(claimed) and self.claimer.came_short
+        # Short, but some: wait a moment before claiming again (see _loop()). None at all,
+        # woken by a free thread or another process's job someone else took: the next
+        # turn's idle wait probes (MySQL/MariaDB, SQLite), where the drained one would not.
+        # None after a probe saw work: the probe may see jobs the claim leaves (one that
+        # must run alone while one runs), so pause, or probe and claim every 10 ms.
+        self._drained = self.claimer.came_short and (bool(claimed) or self._waiter.probed)
 
     def _wait(self, seconds: float, probe: bool) -> bool:
         """Wait for a wake-up, `seconds` at most; a job deadline due sooner ends it (timeouts.py)."""

@@ -5,12 +5,14 @@ import time
 import pytest
 from django.db import connection
 
+from django_dbjobs import enqueue
 from django_dbjobs.conf import settings
 from django_dbjobs.models import WorkerProcess
 from django_dbjobs.worker.heartbeat import Heartbeat, register
 from django_dbjobs.worker.identity import Identity, new_worker_id
 from django_dbjobs.worker.lease import Lease
 from django_dbjobs.worker.wake_event import WakeEvent
+from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,6 +23,8 @@ def test_a_worker_frozen_between_its_beat_and_the_answer_thaws_stale_and_checks_
     prefetched jobs that a sweep gave to another worker (test_faults' frozen worker)."""
     identity = Identity(new_worker_id(), "default")
     register(identity, 1)  # the worker's row, as a worker writes it
+    given_away = enqueue(jobs.add, 1, 2)  # a prefetched job a sweep put back: not this worker's
+    given_away._lease_epoch = 0
     heartbeat = Heartbeat(identity.id, 60, register=lambda: None, using="default")
     lease = Lease(identity, WakeEvent())
     lease.heartbeat = heartbeat
@@ -35,6 +39,7 @@ def test_a_worker_frozen_between_its_beat_and_the_answer_thaws_stale_and_checks_
     with connection.execute_wrapper(freezes_after_the_update):
         assert heartbeat.beat()
     assert lease._stale(), "the beat's answer, read after the freeze, made the worker look fresh"
+    assert not lease.may_start(given_away), "a job the sweep gave away would run twice"
     assert WorkerProcess.objects.filter(pk=identity.id).exists()
     assert heartbeat.beat()  # a beat not frozen on the way is fresh
     assert not lease._stale()

@@ -40,3 +40,14 @@ def test_ids_made_in_a_batch_are_those_one_by_one_would_be():
     assert len({m[19:] for m in made}) == len(made)
     millis = int(made[1].replace("-", "")[:12], 16)
     assert abs(millis - __import__("time").time() * 1000) < 60_000
+
+
+def test_a_batch_counts_on_one_by_one_across_milliseconds():
+    from django_dbjobs.models.ids import new_ids
+
+    made = new_ids(10_000)  # more than the 4,096 counters of a millisecond: runs the clock ahead
+    stamps = [(int(m[:8] + m[9:13], 16), int(m[15:18], 16)) for m in made]
+    for (millis, counter), (next_millis, next_counter) in zip(stamps, stamps[1:], strict=False):
+        assert (next_millis, next_counter) in ((millis, counter + 1), (millis + 1, 0)), (millis, counter)
+    assert {m[14] for m in made} == {"7"} and {m[19] for m in made} == set("89ab")
+    assert len({m[19:] for m in made}) == len(made)

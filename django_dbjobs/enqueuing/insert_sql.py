@@ -129,15 +129,16 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
     return plan
 
 
-def json_safe(plan: Plan, group: list[Job]) -> bool:
-    """Whether SQLite's JSON functions give back every per-row value of `group` unchanged.
+def json_safe(plan: Plan, group: list[Job], skip: frozenset = frozenset()) -> bool:
+    """Whether SQLite's JSON functions give back every per-row value of `group` unchanged
+    (the fields named in `skip` are known to be safe: values this package made).
 
     A JSON field's value travels as its JSON text, a plain string: always. A text value
     with a NUL (SQLite before 3.45 cuts the string there) or a lone surrogate, or an
     integer beyond 64 bits, does not: those rows go in as a VALUES list instead.
     """
     for spec in plan.params:
-        if spec.is_json:
+        if spec.is_json or spec.attname in skip:
             continue
         for job in group:
             value = getattr(job, spec.attname)

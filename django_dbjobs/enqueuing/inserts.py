@@ -14,6 +14,7 @@ many, the clock is read once (PostgreSQL: in the same statement).
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any
 
 from django.db import connections, transaction
@@ -75,7 +76,9 @@ def insert(
             if len(group) > 1 and "d" in shape and connection.vendor != "postgresql":
                 shape = _clock_once(connection, shape, group)  # PostgreSQL: see insert_sql.plan()
             plan = insert_sql.plan(using, shape, many=len(group) > 1)
-            if plan.json_rows and not insert_sql.json_safe(plan, group):
+            # Values build() made here (the ids) are plain ASCII: only the given ones need a look.
+            made = frozenset() if given is None else frozenset(spec.attname for spec in field_specs()) - given
+            if plan.json_rows and not insert_sql.json_safe(plan, group, skip=made):
                 plan = insert_sql.plan(using, shape, many=True, json_rows=False)
             size = batch_size
             if connection.features.max_query_params and plan.params and not plan.json_rows:
@@ -160,6 +163,14 @@ def db_param(connection, spec: FieldSpec, value: Any) -> Any:
     return spec.field.get_db_prep_save(value, connection)
 
 
+def _values(connection, spec: FieldSpec, chunk: list[Job]) -> list:
+    """One column of a chunk, each value as a parameter (text as it is: no call per row)."""
+    values = list(map(operator.attrgetter(spec.attname), chunk))
+    if spec.is_text:
+        return [v if type(v) in _PLAIN else db_param(connection, spec, v) for v in values]
+    return [db_param(connection, spec, v) for v in values]
+
+
 def _column(connection, spec: FieldSpec, chunk: list[Job], texts: dict | None, start: int) -> Any:
     """PostgreSQL: one column of a chunk as the parameter insert_sql.plan() expects (see there)."""
     if spec.is_json:
@@ -194,7 +205,7 @@ def _execute(
         columns = [
             texts[spec.attname][start : start + len(chunk)]
             if texts and spec.attname in texts
-            else [db_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
+            else _values(connection, spec, chunk)
             for spec in plan.params
         ]
         if len(plan.row) == 1:  # nothing written in per statement: the row is fixed text

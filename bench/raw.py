@@ -1,12 +1,16 @@
 """The raw limit: the least SQL a job costs, from Python, through the same driver.
 
 No Django models, no validation, no worker: a plain loop of INSERTs, one per job or
-many per statement (W1), and a plain
-loop of SKIP LOCKED claims plus completion writes (W2), per database.
+many per statement (W1), a plain loop of SKIP LOCKED claims plus completion writes
+(W2), per database, and on PostgreSQL a bare LISTEN-and-claim process woken by the
+same NOTIFY (W3: raw_listener.py).
 """
 
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 from django.db import connection
 
@@ -98,3 +102,44 @@ def drain_loop(claim_size: int, batch_completions: bool) -> float:
                 cursor.execute(finish.format(now=NOW, marks=marks), group)
             done += len(ids)
     return done / (time.perf_counter() - started)
+
+
+def wakeup_loop(count: int, enqueue_one) -> list[float]:
+    """PostgreSQL: milliseconds from each commit of `enqueue_one()` (which returns the job's
+    id) to its start by raw_listener.py, one job every 50 ms, as W3 times run_jobs."""
+    settings = connection.settings_dict
+    conninfo = " ".join(
+        f"{key}={value}"
+        for key, value in (
+            ("host", settings["HOST"]),
+            ("port", settings["PORT"]),
+            ("user", settings["USER"]),
+            ("password", settings["PASSWORD"]),
+            ("dbname", settings["NAME"]),
+        )
+        if value
+    )
+    listener = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("raw_listener.py")), conninfo],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if listener.stdout.readline().strip() != "ready":
+            raise SystemExit("raw_listener.py did not start")
+        time.sleep(1.0)  # as W3 lets run_jobs settle
+        committed = {}
+        for _ in range(count):
+            job_id = enqueue_one()
+            committed[job_id] = time.time()
+            time.sleep(0.05)
+        out, _ = listener.communicate("", timeout=60)
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+            listener.wait()
+    started = dict(line.split() for line in out.splitlines())
+    if set(started) != set(committed):
+        raise SystemExit(f"raw_listener.py started {len(started)} of {len(committed)} jobs")
+    return sorted((float(started[pk]) - at) * 1000 for pk, at in committed.items())

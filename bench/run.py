@@ -80,8 +80,9 @@ def print_table(vendor: str, results: dict) -> None:
         unit = row.get("unit", "jobs/s")
         limit = row.get("limit")
         ratio = f"{row['median'] / limit:.2f}" if limit else ""
-        spread = f"{row['min']:.0f}-{row['max']:.0f}"
-        limit_text = f"{limit:.0f}" if limit else ""
+        digits = 2 if row["max"] < 100 else 0  # milliseconds and MiB with their decimals
+        spread = f"{row['min']:.{digits}f}-{row['max']:.{digits}f}"
+        limit_text = f"{limit:.{digits}f}" if limit else ""
         print(f"{name:<44} {row['median']:>10.1f} {spread:>19} {limit_text:>9} {ratio:>6}  {unit}")
 
 

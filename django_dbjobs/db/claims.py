@@ -194,7 +194,9 @@ def _without_flush(sql: str, keep: bool = True) -> str:
 _async_claims: dict[str, str] = {}
 
 
-def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str, limit: int) -> list:
+def claim_jobs(
+    model, using: str, build, shape: tuple, values: dict, worker: str, limit: int, unsorted=None
+) -> list:
     """Lock up to `limit` due jobs in claim order, mark them RUNNING for `worker`, return them.
 
     PostgreSQL and SQLite: one statement (on PostgreSQL after the planner setting below, in
@@ -210,14 +212,19 @@ def claim_jobs(model, using: str, build, shape: tuple, values: dict, worker: str
     1 ms on the index; 16 workers drained less than half of what 2 did). So the claim is
     planned with ``enable_sort`` off, for that statement alone (direct.run(without_sort=True)),
     which leaves the ordered index scan as its only plan.
+
+    `unsorted` (PostgreSQL): another connection to `using`, in autocommit, whose session has
+    ``enable_sort`` off already: the worker's LISTEN connection (listen.py). The claim runs
+    there as one statement, without the setting's statement before it in the pipeline.
     """
-    connection = connections[using]
+    connection = unsorted or connections[using]
     sql, params = claim_sql(model, using, build, shape, values, worker, limit)
     narrowed = shape[-1]  # a filtered QuerySet's claim: its SQL neither kept nor prepared
     if connection.vendor == "postgresql" and settings.ASYNC_CLAIM_COMMIT and connection.get_autocommit():
         sql = _without_flush(sql, keep=not narrowed)
     if connection.vendor != "mysql":
-        rows = direct.run(connection, sql, params, many=True, without_sort=True, prepare=not narrowed)
+        without_sort = unsorted is None
+        rows = direct.run(connection, sql, params, many=True, without_sort=without_sort, prepare=not narrowed)
         jobs = jobs_from_rows(model, using, *rows)
         jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
         return jobs

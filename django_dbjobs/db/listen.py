@@ -7,6 +7,16 @@ polls its socket beside its wake-up event (worker/wake_event.py) and calls read(
 is readable. A connection lost (the server restarted, a pooler or pg_terminate_backend
 closed it) is opened again from the next wait, after a pause that doubles up to 30 s;
 notifications sent meanwhile are lost, so each (re)connection counts as one.
+
+The worker's claims run on it too, while it is open (worker/claiming.py), where a
+server session is the connection's own (prepared.session_kept(): not behind a
+transaction pooler, where a session setting would reach other clients): its session
+plans without sorts (``enable_sort`` off, which the claim needs: db.claim_jobs()), so a
+claim is one statement, not two; and a wake-up's claim goes to the server process that
+has just sent the notification, which is running, where the worker's own connection's
+has slept since its last statement (0.2 to 0.3 ms off an idle worker's wake-up). A
+notification that arrives while a claim runs on it is taken by psycopg: a handler
+counts it for the next read().
 """
 
 from __future__ import annotations
@@ -42,6 +52,10 @@ class Listen:
     def __init__(self, using: str):
         self.using = using
         self.connection = None  # the Django connection wrapper, while listening
+        #: Whether the worker claims on it: its session plans without sorts (see above).
+        self.claims_here = False
+        #: Notifications psycopg took while a claim ran on the connection: (jobs, schedules).
+        self._heard = [0, 0]
         self._pause = FIRST_PAUSE
         self._retry_at = 0.0
 
@@ -74,12 +88,18 @@ class Listen:
             options = {key: value for key, value in settings["OPTIONS"].items() if key != "pool"}
             connection.settings_dict = {**settings, "OPTIONS": {**CONNECTION_DEFAULTS, **options}}
             connection.ensure_connection()
+            from . import prepared  # imports psycopg: installed where LISTEN is used
+
+            claims_here = prepared.session_kept(connection)
             with connection.cursor() as cursor:
                 cursor.execute(f"LISTEN {CHANNEL}")
+                if claims_here:
+                    cursor.execute("SET enable_sort = off")  # for the claims (see above)
+            connection.connection.add_notify_handler(self._heard_during_query)
         except Exception as exc:  # noqa: BLE001 - a receiver or the server: try again later
             self.lost(connection, exc)
             return False
-        self.connection = connection
+        self.connection, self.claims_here = connection, claims_here
         self._pause = FIRST_PAUSE
         return True
 
@@ -94,7 +114,8 @@ class Listen:
             return 0, 0
         from psycopg import pq  # psycopg is installed where LISTEN is used (db.supports_listen())
 
-        jobs = schedules = 0
+        jobs, schedules = self._heard
+        self._heard = [0, 0]
         try:
             pgconn = connection.connection.pgconn
             pgconn.consume_input()
@@ -108,6 +129,10 @@ class Listen:
         except Exception as exc:  # noqa: BLE001 - psycopg's OperationalError, or any: reconnect
             self.lost(connection, exc)
         return jobs, schedules
+
+    def _heard_during_query(self, notification) -> None:
+        """psycopg took `notification` while reading a claim's results: keep it for read()."""
+        self._heard[notification.payload == SCHEDULES_PAYLOAD] += 1
 
     def close(self) -> None:
         connection, self.connection = self.connection, None

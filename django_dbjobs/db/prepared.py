@@ -80,10 +80,16 @@ REFUSED = frozenset({"0A000", "08P01"})
 
 def allowed(connection, raw) -> bool:
     """Whether statements may be prepared on Django's `connection` (its psycopg `raw`): see above."""
-    return (
-        settings.PREPARED_STATEMENTS is True
-        and not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
-        and _names.get(raw, ()) is not None
+    return session_kept(connection) and _names.get(raw, ()) is not None
+
+
+def session_kept(connection) -> bool:
+    """Whether state left in `connection`'s server session is taken to stay there and stay
+    its own: not with ``DISABLE_SERVER_SIDE_CURSORS`` (a transaction pooler), nor with
+    ``DBJOBS_PREPARED_STATEMENTS`` False. Prepared statements need it, and so does the
+    planner setting of the LISTEN connection's session (listen.py)."""
+    return settings.PREPARED_STATEMENTS is True and not connection.settings_dict.get(
+        "DISABLE_SERVER_SIDE_CURSORS"
     )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from ..db.outage import Outage
 from ..exceptions import MissingMigrations
@@ -71,6 +73,11 @@ class Claimer:
         self._came_empty_at = float("-inf")
         #: The last claim found fewer due jobs than it asked for.
         self.came_short = False
+        #: Where claims run (the idle waiter's, once the loop starts: IdleWaiter.claims_on):
+        #: PostgreSQL's LISTEN connection while it is open, else None (the worker's own).
+        self.claims_on: Callable[[], Any] = lambda: None
+        #: Told of a claim that failed on that connection (it is closed and opened later).
+        self.claim_failed_on: Callable[[Any, Exception], None] = lambda connection, exc: None
 
     def free_slots(self) -> int:
         """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
@@ -153,9 +160,23 @@ class Claimer:
         # one was enqueued by a process without DBJOBS_QUEUE_LIMITS (see rates.sync_blocked()).
         paused = self.paused.current() | self.rated.all_names()
         using = worker.using
-        return claim(
-            Job, lambda: Job.objects.using(using), using, worker.id, limit, worker.queues, waiting, paused
-        )
+        on = self.claims_on()
+        try:
+            return claim(
+                Job,
+                lambda: Job.objects.using(using),
+                using,
+                worker.id,
+                limit,
+                worker.queues,
+                waiting,
+                paused,
+                unsorted=on,
+            )
+        except Exception as exc:
+            if on is not None:  # the next claims run on the worker's own connection meanwhile
+                self.claim_failed_on(on, exc)
+            raise
 
     def _guarded(self, action, what: str):
         """Run `action` once through the outage policy; any other error is logged, never fatal."""

@@ -69,6 +69,17 @@ class IdleWaiter:
         if self.listen is not None:
             self.listen.close()
 
+    def claims_on(self):
+        """PostgreSQL: the LISTEN connection while it is open, where the worker claims (see
+        db/listen.py); None elsewhere, or while it is closed: claims use the worker's own."""
+        listen = self.listen
+        return listen.connection if listen is not None and listen.claims_here else None
+
+    def claim_failed(self, connection, exc: Exception) -> None:
+        """A claim failed on the LISTEN `connection` (claims_on()): close it, open another later.
+        The worker treats the claim as any failed claim (it may have committed all the same)."""
+        self.listen.lost(connection, exc)
+
     @property
     def listening(self) -> bool:
         """PostgreSQL: whether the LISTEN connection is open now."""

@@ -100,6 +100,8 @@ class Worker:
         timeouts.subscribe(self._wake)
         paused = self.claimer.paused
         self._waiter = idle_wait.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
+        self.claimer.claims_on = self._waiter.claims_on  # PostgreSQL: see db/listen.py
+        self.claimer.claim_failed_on = self._waiter.claim_failed
         try:
             startup.start(
                 self.parts,

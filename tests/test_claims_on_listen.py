@@ -1,0 +1,125 @@
+"""PostgreSQL: a worker claims on its LISTEN connection while it is open (db/listen.py).
+
+That session plans without sorts, so the claim needs no setting before it; a notification
+psycopg takes while a claim runs there is kept for the next read; a claim that fails there
+closes it, and the worker's own connection claims until it is open again.
+"""
+
+import time
+
+import pytest
+from django.db import connection
+
+from django_dbjobs import db, enqueue, enqueue_many
+from django_dbjobs.db.listen import SCHEDULES_PAYLOAD
+from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.models.claim_shape import claim
+from django_dbjobs.worker.idle_wait import IdleWaiter
+from django_dbjobs.worker.wake_event import WakeEvent
+from tests import jobs
+from tests.test_claim_without_sort import PREFER_SORTING
+from tests.test_wakeup import notify
+from tests.test_worker_parts import parts
+
+pytestmark = [
+    pytest.mark.skipif(not db.supports_listen(), reason="LISTEN exists on PostgreSQL only"),
+    pytest.mark.django_db(transaction=True),
+]
+
+
+@pytest.fixture
+def waiter():
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        assert waiter.wait(1) is True  # the wake-up of its connecting
+        yield waiter
+    finally:
+        waiter.stop()
+        event.close()
+
+
+def run(wrapper, sql: str, params=()) -> list:
+    with wrapper.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def claim_on(wrapper, limit: int) -> list[Job]:
+    return claim(
+        Job, lambda: Job.objects.all(), "default", "w", limit, None, True, frozenset(), unsorted=wrapper
+    )
+
+
+def test_the_listen_connection_plans_claims_in_index_order_whatever_the_costs(waiter):
+    listen = waiter.claims_on()
+    assert listen is waiter.listen.connection
+    enqueue_many(jobs.add, [(n, n) for n in range(300)])
+    run(connection, "ANALYZE django_dbjobs_job")
+    sql, params = Job.objects.claim_sql("w", 20)
+    for wrapper in (connection, listen):
+        run(wrapper, PREFER_SORTING)
+    try:
+        # The premise: left to its costs (the worker's own session), the planner sorts.
+        assert "Sort" in "\n".join(row[0] for row in run(connection, f"EXPLAIN {sql}", params))
+        plan = "\n".join(row[0] for row in run(listen, f"EXPLAIN {sql}", params))
+        assert "Sort" not in plan and "dbjobs_job_claimable_idx" in plan, plan
+        assert run(listen, "SHOW enable_sort") == [("off",)]
+        taken = [job.args[0] for _ in range(5) for job in claim_on(listen, 20)]
+        assert taken == list(range(100)), "in claim order"
+        assert Job.objects.filter(status=JobStatus.RUNNING, worker="w").count() == 100
+        assert run(connection, "SHOW enable_sort") == [("on",)], "the worker's own session is left as it was"
+    finally:
+        for wrapper in (connection, listen):
+            run(wrapper, "RESET random_page_cost")
+
+
+def test_notifications_that_arrive_while_a_claim_runs_on_the_connection_are_kept(waiter):
+    notify()
+    notify(SCHEDULES_PAYLOAD)
+    time.sleep(0.3)  # in the socket, unread: the claim's answer comes after them
+    assert claim_on(waiter.claims_on(), 5) == []
+    assert waiter.listen.read() == (1, 1), "taken by psycopg during the claim, and lost"
+    assert waiter.listen.read() == (0, 0)
+    notify()
+    assert waiter.wait(10) is True  # read as before once nothing else reads the connection
+
+
+def test_a_claim_that_fails_on_the_listen_connection_closes_it_and_the_worker_claims_on_its_own(
+    waiter, caplog
+):
+    identity, claimer, threads, *_ = parts()
+    claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
+    first = enqueue(jobs.add, 1, 1)
+    pid = waiter.claims_on().connection.pgconn.backend_pid
+    run(connection, "SELECT pg_terminate_backend(%s)", [pid])
+    with caplog.at_level("WARNING", logger="django_dbjobs"):
+        assert claimer.claim_free_slots() is None, "a failed claim, which may have committed"
+    assert "LISTEN connection lost" in caplog.text
+    assert claimer.in_doubt and waiter.claims_on() is None
+    # The next claim gives back what this worker does not hold, then claims on its own
+    # connection while the LISTEN one waits to be opened again.
+    assert claimer.claim_free_slots() == 1
+    assert Job.objects.get(pk=first.pk).worker == identity.id
+    assert waiter.wait(5) is True and waiter.claims_on() is not None  # open again: a wake-up
+    second = enqueue(jobs.add, 2, 2)
+    claimer.held.remove(threads.take_unstarted())  # the first one out of the way
+    assert claimer.claim_free_slots() == 1
+    assert Job.objects.get(pk=second.pk).worker == identity.id
+
+
+def test_behind_a_transaction_pooler_claims_stay_on_the_worker_s_own_connection(settings):
+    """A session setting made through a transaction pooler would reach other clients: where
+    the server session is not the connection's own (DISABLE_SERVER_SIDE_CURSORS, or
+    DBJOBS_PREPARED_STATEMENTS off), the LISTEN connection only listens."""
+    settings.DBJOBS_PREPARED_STATEMENTS = False
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        assert waiter.listening and waiter.claims_on() is None
+        assert run(waiter.listen.connection, "SHOW enable_sort") == [("on",)]
+    finally:
+        waiter.stop()
+        event.close()

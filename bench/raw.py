@@ -6,6 +6,7 @@ many per statement (W1), a plain loop of SKIP LOCKED claims plus completion writ
 same NOTIFY (W3: raw_listener.py).
 """
 
+import os
 import subprocess
 import sys
 import time
@@ -107,20 +108,15 @@ def drain_loop(claim_size: int, batch_completions: bool) -> float:
 def wakeup_loop(count: int, enqueue_one) -> list[float]:
     """PostgreSQL: milliseconds from each commit of `enqueue_one()` (which returns the job's
     id) to its start by raw_listener.py, one job every 50 ms, as W3 times run_jobs."""
-    settings = connection.settings_dict
-    conninfo = " ".join(
-        f"{key}={value}"
-        for key, value in (
-            ("host", settings["HOST"]),
-            ("port", settings["PORT"]),
-            ("user", settings["USER"]),
-            ("password", settings["PASSWORD"]),
-            ("dbname", settings["NAME"]),
-        )
-        if value
-    )
+    from psycopg.conninfo import make_conninfo
+
+    params = connection.get_connection_params()  # as Django connects, OPTIONS included
+    for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
+        params.pop(key, None)
+    conninfo = make_conninfo(**params)  # in the environment, not the command line (a password)
     listener = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("raw_listener.py")), conninfo],
+        [sys.executable, str(Path(__file__).with_name("raw_listener.py"))],
+        env={**os.environ, "BENCH_RAW_CONNINFO": conninfo},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

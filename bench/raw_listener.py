@@ -1,17 +1,20 @@
 """The raw wake-up limit on PostgreSQL (W3): the least a notified worker can do, in a process.
 
-    python bench/raw_listener.py "host=127.0.0.1 port=5432 user=root dbname=test_dbjobs_bench"
+    BENCH_RAW_CONNINFO="host=127.0.0.1 port=5432 user=root dbname=test_dbjobs_bench" \
+        python bench/raw_listener.py
 
 No Django: one psycopg connection in autocommit LISTENs on the channel the job table's
 trigger notifies, waits in poll() on its socket, and once woken claims the due jobs one
 at a time with the raw claim of bench/raw.py (``UPDATE ... WHERE id IN (SELECT ... FOR
 UPDATE SKIP LOCKED) RETURNING id``, prepared, its commit waiting for the WAL flush as every
 commit does by default), then "starts" each: prints its id and ``time.time()``. Prints
-``ready`` once listening; stops when its standard input closes.
+``ready`` once listening; stops when its standard input closes. A notification psycopg
+reads while a claim runs is not left for poll(): it makes the loop claim again.
 """
 
 from __future__ import annotations
 
+import os
 import select
 import sys
 import time
@@ -30,6 +33,8 @@ def main(conninfo: str) -> None:
     connection = psycopg.connect(conninfo, autocommit=True)
     connection.execute("LISTEN dbjobs")
     connection.execute(CLAIM, prepare=True)  # prepared before the first wake-up
+    heard = []  # notifications psycopg took while a claim ran
+    connection.add_notify_handler(heard.append)
     pgconn = connection.pgconn
     poller = select.poll()
     poller.register(connection.fileno(), select.POLLIN)
@@ -37,9 +42,10 @@ def main(conninfo: str) -> None:
     started = []
     print("ready", flush=True)
     while True:
-        events = dict(poller.poll())
+        events = {} if heard else dict(poller.poll())
         if sys.stdin.fileno() in events:
             break
+        heard.clear()
         pgconn.consume_input()
         while pgconn.notifies() is not None:
             pass
@@ -50,4 +56,4 @@ def main(conninfo: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(os.environ["BENCH_RAW_CONNINFO"])

@@ -86,34 +86,72 @@ def test_notifications_that_arrive_while_a_claim_runs_on_the_connection_are_kept
     assert waiter.wait(10) is True  # read as before once nothing else reads the connection
 
 
-def test_a_claim_that_fails_on_the_listen_connection_closes_it_and_the_worker_claims_on_its_own(
-    waiter, caplog
-):
+def test_a_claim_on_a_broken_listen_connection_goes_on_on_the_worker_s_own(waiter, caplog):
+    """Only the LISTEN connection broke (a pooler's idle timeout, pg_terminate_backend): not an
+    outage. What the failed claim may have committed goes back, and the same claim runs on
+    the worker's own connection at once; the LISTEN connection is opened again later, with
+    its setting and its handler."""
     identity, claimer, threads, *_ = parts()
     claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
     first = enqueue(jobs.add, 1, 1)
     pid = waiter.claims_on().connection.pgconn.backend_pid
     run(connection, "SELECT pg_terminate_backend(%s)", [pid])
     with caplog.at_level("WARNING", logger="django_dbjobs"):
-        assert claimer.claim_free_slots() is None, "a failed claim, which may have committed"
+        assert claimer.claim_free_slots() == 1
     assert "LISTEN connection lost" in caplog.text
-    assert claimer.in_doubt and waiter.claims_on() is None
-    # The next claim gives back what this worker does not hold, then claims on its own
-    # connection while the LISTEN one waits to be opened again.
-    assert claimer.claim_free_slots() == 1
+    assert "Database error" not in caplog.text, "no outage, no pause"
+    assert not claimer.in_doubt and waiter.claims_on() is None
     assert Job.objects.get(pk=first.pk).worker == identity.id
-    assert waiter.wait(5) is True and waiter.claims_on() is not None  # open again: a wake-up
+    assert waiter.wait(5) is True  # opened again after its pause: a wake-up
+    reopened = waiter.claims_on()
+    assert reopened is not None and run(reopened, "SHOW enable_sort") == [("off",)]
     second = enqueue(jobs.add, 2, 2)
     claimer.held.remove(threads.take_unstarted())  # the first one out of the way
+    notify()
+    time.sleep(0.3)
     assert claimer.claim_free_slots() == 1
     assert Job.objects.get(pk=second.pk).worker == identity.id
+    assert waiter.listen.read()[0] >= 1, "the handler is on the new connection too"
 
 
-def test_behind_a_transaction_pooler_claims_stay_on_the_worker_s_own_connection(settings):
+def test_a_failed_claim_on_a_sound_listen_connection_is_any_failed_claim(waiter, caplog):
+    """An error of the statement itself (here a lock timeout) leaves the LISTEN connection
+    open: the claim fails as it would on the worker's own connection (it may have committed)."""
+    from tests.test_wakeup import Listening
+
+    _identity, claimer, *_ = parts()
+    claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
+    enqueue(jobs.add, 1, 1)
+    listen = waiter.claims_on()
+    run(listen, "SET lock_timeout = '50ms'")
+    locker = Listening()  # another session, holding the table
+    try:
+        with locker.conn.transaction():
+            locker.conn.execute("LOCK TABLE django_dbjobs_job IN ACCESS EXCLUSIVE MODE")
+            with caplog.at_level("WARNING", logger="django_dbjobs"):
+                assert claimer.claim_free_slots() is None
+        assert "lock timeout" in caplog.text and "LISTEN connection lost" not in caplog.text
+        assert claimer.in_doubt, "it may have committed: what is not held goes back first"
+        assert waiter.claims_on() is listen, "the connection is sound: kept"
+    finally:
+        locker.close()
+        run(listen, "RESET lock_timeout")
+    assert claimer.claim_free_slots() == 1
+
+
+@pytest.mark.parametrize("setting", ["DBJOBS_PREPARED_STATEMENTS", "DISABLE_SERVER_SIDE_CURSORS"])
+def test_behind_a_transaction_pooler_claims_stay_on_the_worker_s_own_connection(
+    setting, settings, monkeypatch
+):
     """A session setting made through a transaction pooler would reach other clients: where
-    the server session is not the connection's own (DISABLE_SERVER_SIDE_CURSORS, or
+    the server session may not be the connection's own (DISABLE_SERVER_SIDE_CURSORS, or
     DBJOBS_PREPARED_STATEMENTS off), the LISTEN connection only listens."""
-    settings.DBJOBS_PREPARED_STATEMENTS = False
+    from django.db import connections
+
+    if setting == "DBJOBS_PREPARED_STATEMENTS":
+        settings.DBJOBS_PREPARED_STATEMENTS = False
+    else:  # the alias's settings, which the LISTEN connection is made from
+        monkeypatch.setitem(connections.settings["default"], "DISABLE_SERVER_SIDE_CURSORS", True)
     event = WakeEvent()
     waiter = IdleWaiter("default", event, None)
     waiter.start()

@@ -51,3 +51,28 @@ def test_a_batch_counts_on_one_by_one_across_milliseconds():
         assert (next_millis, next_counter) in ((millis, counter + 1), (millis + 1, 0)), (millis, counter)
     assert {m[14] for m in made} == {"7"} and {m[19] for m in made} == set("89ab")
     assert len({m[19:] for m in made}) == len(made)
+
+
+def test_a_batch_overflowing_the_counter_moves_to_the_next_millisecond_as_single_ids_do(monkeypatch):
+    """With the clock behind the last id's millisecond (stepped back, or run ahead by a large
+    batch), ids count on from the last one: past 0xFFF into the next millisecond at 0."""
+    from django_dbjobs.models import ids
+
+    def stamps(made):
+        return [(int(m[:8] + m[9:13], 16), int(m[15:18], 16)) for m in made]
+
+    ahead = (__import__("time").time_ns() // 1_000_000) + 60_000  # a minute ahead of the clock
+    made = {}
+    for name, make in (
+        ("batch", lambda: ids.new_ids(3)),
+        ("single", lambda: [ids.new_id() for _ in range(3)]),
+    ):
+        monkeypatch.setattr(ids, "_last_millis", ahead)
+        monkeypatch.setattr(ids, "_sequence", 0xFFE)
+        made[name] = make()
+    expected = [(ahead, 0xFFF), (ahead + 1, 0), (ahead + 1, 1)]
+    assert stamps(made["batch"]) == stamps(made["single"]) == expected
+    monkeypatch.setattr(ids, "_last_millis", ahead)
+    monkeypatch.setattr(ids, "_sequence", 0xFFF)
+    assert stamps(ids.new_ids(1)) == [(ahead + 1, 0)]
+    assert stamps(ids.new_ids(1)) == [(ahead + 1, 1)]

@@ -8,9 +8,10 @@ is readable. A connection lost (the server restarted, a pooler or pg_terminate_b
 closed it) is opened again from the next wait, after a pause that doubles up to 30 s;
 notifications sent meanwhile are lost, so each (re)connection counts as one.
 
-The worker's claims run on it too, while it is open (worker/claiming.py), where a
-server session is the connection's own (prepared.session_kept(): not behind a
-transaction pooler, where a session setting would reach other clients): its session
+The worker's claims run on it too, while it is open (worker/claiming.py), where its
+server session is provably its own (own_session(): connected straight to PostgreSQL, in
+autocommit, prepared.session_kept(); behind a pooler a session setting could reach other
+clients, and there claims stay on the worker's own connection): its session
 plans without sorts (``enable_sort`` off, which the claim needs: db.claim_jobs()), so a
 claim is one statement, not two; and a wake-up's claim goes to the server process that
 has just sent the notification, which is running, where the worker's own connection's
@@ -90,9 +91,9 @@ class Listen:
             connection.ensure_connection()
             from . import prepared  # imports psycopg: installed where LISTEN is used
 
-            claims_here = prepared.session_kept(connection)
             with connection.cursor() as cursor:
                 cursor.execute(f"LISTEN {CHANNEL}")
+                claims_here = prepared.session_kept(connection) and own_session(connection, cursor)
                 if claims_here:
                     cursor.execute("SET enable_sort = off")  # for the claims (see above)
             connection.connection.add_notify_handler(self._heard_during_query)
@@ -100,6 +101,7 @@ class Listen:
             self.lost(connection, exc)
             return False
         self.connection, self.claims_here = connection, claims_here
+        self._heard = [0, 0]  # the caller looks for work as if notified anyway
         self._pause = FIRST_PAUSE
         return True
 
@@ -117,6 +119,11 @@ class Listen:
         jobs, schedules = self._heard
         self._heard = [0, 0]
         try:
+            # Some psycopg releases (3.2.4 to 3.2.8) keep every notification they take in a
+            # backlog even with a handler: read through it, it would grow for the worker's life.
+            backlog = getattr(connection.connection, "_notifies_backlog", None)
+            if backlog:
+                backlog.clear()
             pgconn = connection.connection.pgconn
             pgconn.consume_input()
             if pgconn.status == pq.ConnStatus.BAD:  # closed without an error: poll() would spin
@@ -129,6 +136,18 @@ class Listen:
         except Exception as exc:  # noqa: BLE001 - psycopg's OperationalError, or any: reconnect
             self.lost(connection, exc)
         return jobs, schedules
+
+    def failed(self, connection, exc: Exception) -> bool:
+        """A claim on `connection` (this LISTEN connection) raised `exc`: if the connection
+        broke, close it (connect() opens another after a pause) and return True; else False
+        (the error is the statement's, or not this connection's)."""
+        from psycopg import pq
+
+        raw = connection.connection
+        if raw is not None and not raw.closed and raw.pgconn.status == pq.ConnStatus.OK:
+            return False
+        self.lost(connection, exc)
+        return True
 
     def _heard_during_query(self, notification) -> None:
         """psycopg took `notification` while reading a claim's results: keep it for read()."""
@@ -148,6 +167,16 @@ class Listen:
             _close(connection)
         self._retry_at = time.monotonic() + self._pause
         self._pause = min(self._pause * 2, LONGEST_PAUSE)
+
+
+def own_session(connection, cursor) -> bool:
+    """Whether `connection` (in `cursor`) reaches a server session of its own, in autocommit:
+    the server process it met at connecting (libpq's backend pid) is the one running its
+    statements. A pooler answers the connection with a process number of its own, and a
+    transaction pooler hands each statement to any server connection."""
+    cursor.execute("SELECT pg_backend_pid()")
+    (pid,) = cursor.fetchone()
+    return connection.get_autocommit() and pid == connection.connection.pgconn.backend_pid
 
 
 def _close(connection) -> None:

@@ -76,8 +76,9 @@ class Claimer:
         #: Where claims run (the idle waiter's, once the loop starts: IdleWaiter.claims_on):
         #: PostgreSQL's LISTEN connection while it is open, else None (the worker's own).
         self.claims_on: Callable[[], Any] = lambda: None
-        #: Told of a claim that failed on that connection (it is closed and opened later).
-        self.claim_failed_on: Callable[[Any, Exception], None] = lambda connection, exc: None
+        #: Told of a claim that failed on that connection: True if the connection broke (it is
+        #: closed, and opened again later).
+        self.claim_failed_on: Callable[[Any, Exception], bool] = lambda connection, exc: False
 
     def free_slots(self) -> int:
         """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
@@ -161,22 +162,24 @@ class Claimer:
         paused = self.paused.current() | self.rated.all_names()
         using = worker.using
         on = self.claims_on()
+
+        def claim_on(connection) -> list[Job]:
+            jobs = lambda: Job.objects.using(using)  # noqa: E731
+            queues = worker.queues
+            return claim(Job, jobs, using, worker.id, limit, queues, waiting, paused, unsorted=connection)
+
+        if on is None:
+            return claim_on(None)
         try:
-            return claim(
-                Job,
-                lambda: Job.objects.using(using),
-                using,
-                worker.id,
-                limit,
-                worker.queues,
-                waiting,
-                paused,
-                unsorted=on,
-            )
+            return claim_on(on)
         except Exception as exc:
-            if on is not None:  # the next claims run on the worker's own connection meanwhile
-                self.claim_failed_on(on, exc)
-            raise
+            if not self.claim_failed_on(on, exc):
+                raise  # the statement's error, or the worker's own connection's: a failed claim
+        # Only the LISTEN connection broke (a pooler's idle timeout, pg_terminate_backend): no
+        # outage. The claim may have committed all the same: what this worker owns but does
+        # not hold goes back first, then it claims on its own connection.
+        self.release_unheld()
+        return claim_on(None)
 
     def _guarded(self, action, what: str):
         """Run `action` once through the outage policy; any other error is logged, never fatal."""

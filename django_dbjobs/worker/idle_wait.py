@@ -75,10 +75,11 @@ class IdleWaiter:
         listen = self.listen
         return listen.connection if listen is not None and listen.claims_here else None
 
-    def claim_failed(self, connection, exc: Exception) -> None:
-        """A claim failed on the LISTEN `connection` (claims_on()): close it, open another later.
-        The worker treats the claim as any failed claim (it may have committed all the same)."""
-        self.listen.lost(connection, exc)
+    def claim_failed(self, connection, exc: Exception) -> bool:
+        """A claim on the LISTEN `connection` (claims_on()) raised `exc`: True if that
+        connection broke (closed now, opened again later: the worker claims on its own
+        meanwhile); False if the error is not that connection's."""
+        return self.listen.failed(connection, exc)
 
     @property
     def listening(self) -> bool:

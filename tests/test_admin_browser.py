@@ -200,7 +200,9 @@ def test_admin_in_a_browser(tmp_path, django_db_blocker):
                 assert messages(page) == ["1 dead letter deleted."]
                 expect(rows).to_have_count(len(kept))
 
-                # Pause a queue.
+                # Pause a queue. Its serving worker was seeded with a heartbeat that a loaded
+                # machine can let go stale (30 s) before this step: "No worker serves it".
+                manage(env, "shell", "-c", FRESH_HEARTBEATS)
                 page.goto(f"{base}{QUEUES}")
                 emails = page.locator("tr[data-queue='emails']")
                 expect(emails).to_contain_text("Active")

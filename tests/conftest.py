@@ -235,3 +235,20 @@ def live_worker(worker_id: str = "h:1:a", **fields):
     return WorkerProcess.objects.create(
         id=worker_id, heartbeat_at=timezone.now() + datetime.timedelta(hours=1), **values
     )
+
+
+@pytest.fixture
+def waiter():
+    """An IdleWaiter listening on PostgreSQL, its first wake-up (from connecting) taken."""
+    from django_dbjobs.worker.idle_wait import IdleWaiter
+    from django_dbjobs.worker.wake_event import WakeEvent
+
+    event = WakeEvent()
+    waiter = IdleWaiter("default", event, None)
+    waiter.start()
+    try:
+        assert waiter.wait(1) is True  # listening from now on: look for work once
+        yield waiter
+    finally:
+        waiter.stop()
+        event.close()

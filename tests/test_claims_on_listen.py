@@ -27,19 +27,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def waiter():
-    event = WakeEvent()
-    waiter = IdleWaiter("default", event, None)
-    waiter.start()
-    try:
-        assert waiter.wait(1) is True  # the wake-up of its connecting
-        yield waiter
-    finally:
-        waiter.stop()
-        event.close()
-
-
 def run(wrapper, sql: str, params=()) -> list:
     with wrapper.cursor() as cursor:
         cursor.execute(sql, params)

@@ -172,20 +172,6 @@ def test_a_wake_event_is_readable_exactly_while_it_is_set():
 needs_listen = pytest.mark.skipif(not db.supports_listen(), reason="NOTIFY exists on PostgreSQL only")
 
 
-@pytest.fixture
-def waiter():
-    """An IdleWaiter listening on PostgreSQL, its first wake-up (from connecting) taken."""
-    event = WakeEvent()
-    waiter = IdleWaiter("default", event, None)
-    waiter.start()
-    try:
-        assert waiter.wait(1) is True  # listening from now on: look for work once
-        yield waiter
-    finally:
-        waiter.stop()
-        event.close()
-
-
 def notify(payload: str = "") -> None:
     listener = Listening()  # any other connection
     try:

@@ -174,7 +174,7 @@ def test_libpq_errors_become_djangos_and_the_connection_stays_usable():
     assert (statement, count) == (b"SELECT $1::varchar(3), '%'", 1)
     with connection.wrap_database_errors:
         assert libpq.run(connection, statement, ["abc"]) == [("abc", "%")]
-        assert libpq.run(connection, statement, ["ab"], many=True) == ([("ab", "%")], ["varchar", "?column?"])
+        assert libpq.run(connection, statement, ["ab"], many=True) == ([("ab", "%")], ("varchar", "?column?"))
         assert libpq.run(connection, libpq.query("SELECT %s + 1 WHERE false")[0], [41]) == []
     with pytest.raises(DataError), connection.wrap_database_errors:
         libpq.run(connection, b"INSERT INTO django_dbjobs_job (id) VALUES ($1) RETURNING id", ["x" * 40])

@@ -173,7 +173,7 @@ _claim_statements: dict[tuple, str] = {}
 ASYNC_COMMIT = " AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL"
 
 
-def _without_flush(sql: str, keep: bool = True) -> str:
+def without_flush(sql: str, keep: bool = True) -> str:
     """PostgreSQL with DBJOBS_ASYNC_CLAIM_COMMIT: the claim (one statement, its own
     transaction) committed without waiting for its WAL flush.
 
@@ -221,13 +221,11 @@ def claim_jobs(
     sql, params = claim_sql(model, using, build, shape, values, worker, limit)
     narrowed = shape[-1]  # a filtered QuerySet's claim: its SQL neither kept nor prepared
     if connection.vendor == "postgresql" and settings.ASYNC_CLAIM_COMMIT and connection.get_autocommit():
-        sql = _without_flush(sql, keep=not narrowed)
+        sql = without_flush(sql, keep=not narrowed)
     if connection.vendor != "mysql":
         without_sort = unsorted is None
         rows = direct.run(connection, sql, params, many=True, without_sort=without_sort, prepare=not narrowed)
-        jobs = jobs_from_rows(model, using, *rows)
-        jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
-        return jobs
+        return in_claim_order(jobs_from_rows(model, using, *rows))
     with transaction.atomic(using=using), connection.cursor() as cursor:
         cursor.execute(sql, params)
         jobs = jobs_from_cursor(model, using, cursor)
@@ -238,6 +236,13 @@ def claim_jobs(
                 [worker, worker, *(j.pk for j in jobs)],
             )
     return as_claimed(jobs, worker)
+
+
+def in_claim_order(jobs: list) -> list:
+    """`jobs` sorted as the claim picked them (UPDATE ... RETURNING returns them in any order)."""
+    if len(jobs) > 1:
+        jobs.sort(key=lambda j: (-j.priority, j.run_at, j.pk))
+    return jobs
 
 
 def as_claimed(jobs: list, worker: str) -> list:

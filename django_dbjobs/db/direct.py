@@ -63,7 +63,7 @@ def run(
     try:
         connection.close_if_health_check_failed()  # what connection.cursor() does first
         connection.ensure_connection()
-        if not _unhooked(connection):  # after connecting: connection_created's receivers ran
+        if not unhooked(connection):  # after connecting: connection_created's receivers ran
             if without_sort:
                 return _run_without_sort(connection, sql, params, many)
             with connection.cursor() as cursor:
@@ -72,11 +72,7 @@ def run(
         connection.validate_no_broken_transaction()
         with connection.wrap_database_errors:
             if connection.vendor == "postgresql" and libpq.usable(connection.connection):
-                statement = _statements.get(("postgresql", sql))
-                if statement is None:
-                    if len(_statements) >= MAX_STATEMENTS:
-                        _statements.clear()
-                    statement = _statements["postgresql", sql] = libpq.query(sql)[0]
+                statement = pg_statement(sql)
                 done = libpq.run(connection, statement, params, many, without_sort, prepare)
                 if done is not None:
                     return done if many else (done[0] if done else None)
@@ -99,6 +95,16 @@ def run(
             connection.needs_rollback = True
             connection.rollback_exc = exc
         raise
+
+
+def pg_statement(sql: str) -> bytes:
+    """PostgreSQL: `sql` as libpq takes it (libpq.query()), made once."""
+    statement = _statements.get(("postgresql", sql))
+    if statement is None:
+        if len(_statements) >= MAX_STATEMENTS:
+            _statements.clear()
+        statement = _statements["postgresql", sql] = libpq.query(sql)[0]
+    return statement
 
 
 def _qmark(sql: str) -> str:
@@ -147,7 +153,7 @@ def _client_side(cursor) -> bool:
     return libpq.psycopg is not None and isinstance(cursor, libpq.psycopg.ClientCursor)
 
 
-def _unhooked(connection) -> bool:
+def unhooked(connection) -> bool:
     """Whether run() may skip Django's cursor (see above): checked on every statement, but for
     what the wrapper's class and Django's CursorWrapper say, which is worked out once."""
     if connection.execute_wrappers or connection.queries_logged or _HOOKS & connection.__dict__.keys():

@@ -28,11 +28,11 @@ from typing import Any
 
 try:
     import psycopg
-    from psycopg import adapt, errors, generators, pq
+    from psycopg import adapt, generators, pq
     from psycopg.adapt import PyFormat
     from psycopg.postgres import types as pg_types
 
-    from . import prepared
+    from . import pg_rows, prepared
 except ImportError:  # psycopg 2, or a psycopg without them: the cursor does it all
     psycopg = None
 
@@ -169,24 +169,15 @@ def run(
         return None
     if without_sort and not _pipelines():
         return None
-    state = getattr(connection, _STATE, None)
-    if state is None or state[0] is not raw:
-        loader = raw.adapters.get_loader(pg_types["timestamptz"].oid, pq.Format.TEXT)
-        state = (raw, adapt.Transformer(raw), loader)
-        setattr(connection, _STATE, state)
-    transformer, loader = state[1], state[2]
-    if getattr(loader, "timezone", None) != connection.timezone:
-        return None  # Django registers its loader on each cursor then (TIME_ZONE changed)
-    if pgconn.parameter_status(b"client_encoding") != b"UTF8":
+    transformer = transformer_for(connection, raw)
+    if transformer is None:
         return None
-    for param in params:
-        kind = type(param)
-        if not (kind is int or (kind is str and "\x00" not in param)):
-            values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
-            types, formats = transformer.types, transformer.formats
-            break
+    values = text_values(params)
+    if values is None:
+        values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
+        types, formats = transformer.types, transformer.formats
     else:
-        values, types, formats = [str(param).encode() for param in params], None, None
+        types, formats = None, None
     lost = None  # why this connection stopped preparing statements, if it just did
     with raw.lock:
         if without_sort:
@@ -213,17 +204,29 @@ def run(
                 results = raw.wait(generators.execute(pgconn))
     if lost:
         logger.info("django-dbjobs prepares no more statements on a PostgreSQL connection: %s", lost)
-    for result in results:
-        if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
-            raise errors.error_from_result(result, encoding="utf-8")
-    result = results[1] if without_sort else results[-1]
-    rows = []
-    if result.ntuples:
-        transformer.set_pgresult(result)
-        try:
-            rows = transformer.load_rows(0, result.ntuples, tuple)
-        finally:
-            transformer.set_pgresult(None)
-    if many:
-        return rows, [result.fname(n).decode() for n in range(result.nfields)]
-    return rows
+    return pg_rows.rows_of(results, 1 if without_sort else -1, transformer, statement if many else None)
+
+
+def transformer_for(connection, raw):
+    """The psycopg Transformer run() loads rows with on Django's `connection` (its psycopg
+    `raw`), made once per psycopg connection; None where Django's cursor must do the work:
+    its time zone loader would change for the cursor, or the client encoding is not UTF-8."""
+    state = getattr(connection, _STATE, None)
+    if state is None or state[0] is not raw:
+        loader = raw.adapters.get_loader(pg_types["timestamptz"].oid, pq.Format.TEXT)
+        state = (raw, adapt.Transformer(raw), loader)
+        setattr(connection, _STATE, state)
+    if getattr(state[2], "timezone", None) != connection.timezone:
+        return None  # Django registers its loader on each cursor then (TIME_ZONE changed)
+    if raw.pgconn.parameter_status(b"client_encoding") != b"UTF8":
+        return None
+    return state[1]
+
+
+def text_values(params: list[Any]) -> list[bytes] | None:
+    """`params` as libpq's text values, if each is an int or a str (without NUL); else None."""
+    for param in params:
+        kind = type(param)
+        if not (kind is int or (kind is str and "\x00" not in param)):
+            return None
+    return [str(param).encode() for param in params]

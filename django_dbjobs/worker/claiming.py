@@ -13,6 +13,7 @@ from ..exceptions import MissingMigrations
 from ..models import Job
 from ..models.claim_shape import claim
 from .acks import SuccessBatch
+from .claim_ahead import ClaimAhead
 from .held import HeldJobs
 from .identity import Identity
 from .job_threads import JobThreads
@@ -79,6 +80,8 @@ class Claimer:
         #: Told of a claim that failed on that connection: True if the connection broke (it is
         #: closed, and opened again later).
         self.claim_failed_on: Callable[[Any, Exception], bool] = lambda connection, exc: False
+        #: PostgreSQL: the wake-up claim, sent as soon as a notification is read (claim_ahead.py).
+        self.ahead = ClaimAhead(self)
 
     def free_slots(self) -> int:
         """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
@@ -96,18 +99,24 @@ class Claimer:
         if free <= 0:
             return 0
         if self.in_doubt:
+            self.ahead.land()  # first: release_unheld() must not give back what a claim sent ahead took
             self.in_doubt = False  # cleared first: a job thread may set it again meanwhile
             if self._guarded(self.release_unheld, "releasing jobs not held") is None:
                 self.in_doubt = True
                 return None
         if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
             return 0  # see PAUSED_CLAIM_GAP
-        epoch = self.lease.epoch  # read before the claim: see Lease
+        flight = self.ahead.flight
+        epoch = self.lease.epoch if flight is None else flight.epoch  # read before the claim: see Lease
         jobs = self._claim_both(free)
         if jobs is None:
             return None
         if not jobs:
             self._came_empty_at = time.monotonic()
+        return len(self.hold(jobs, epoch))
+
+    def hold(self, jobs: list[Job], epoch: int) -> list[Job]:
+        """Hold claimed `jobs` and queue them for the threads; return those queued."""
         was_idle = not self.held
         extra = self.held.add(jobs)
         if extra:  # hold one job that must run alone at a time; give the others back now
@@ -120,7 +129,7 @@ class Claimer:
             # many processes sharing few cores a third of their throughput.
             time.sleep(0)
         self.claimed += len(jobs)
-        return len(jobs)
+        return jobs
 
     def _claim_both(self, free: int) -> list[Job] | None:
         """Claim from the rate-limited queues (rated_queues.py) and the others, taking turns at
@@ -161,6 +170,11 @@ class Claimer:
         # one was enqueued by a process without DBJOBS_QUEUE_LIMITS (see rates.sync_blocked()).
         paused = self.paused.current() | self.rated.all_names()
         using = worker.using
+        flight = self.ahead.take()
+        if flight is not None:  # PostgreSQL: sent when the notification was read (claim_ahead.py)
+            jobs = self.ahead.read(flight)
+            if jobs is not None:
+                return jobs
         on = self.claims_on()
 
         def claim_on(connection) -> list[Job]:

@@ -59,6 +59,9 @@ class IdleWaiter:
         #: this process's event or a NOTIFY: a probe can see work the claim will not take
         #: (a job that must run alone while one runs), which a pause then throttles.
         self.probed = False
+        #: Called when a read finds notifications of new jobs (PostgreSQL): the worker sends
+        #: the claim it made ready for the wait (claim_ahead.py).
+        self.on_jobs: Callable[[], None] = lambda: None
 
     def start(self) -> None:
         if db.supports_listen(self.using):
@@ -142,6 +145,8 @@ class IdleWaiter:
     def _read(self) -> bool:
         """Take the notifications that arrived, without waiting: whether there were any."""
         jobs, schedules = self.listen.read()
+        if jobs:
+            self.on_jobs()
         if schedules:
             wakeup.schedules_changed()
         return bool(jobs or schedules)

@@ -102,6 +102,7 @@ class Worker:
         self._waiter = idle_wait.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
         self.claimer.claims_on = self._waiter.claims_on  # PostgreSQL: see db/listen.py
         self.claimer.claim_failed_on = self._waiter.claim_failed
+        self._waiter.on_jobs = self.claimer.ahead.send  # the wake-up claim, sent at once
         try:
             startup.start(
                 self.parts,
@@ -113,6 +114,8 @@ class Worker:
             self._loop()
         finally:
             try:
+                # A wake-up claim sent and not read: what it took goes back.
+                self.claimer.ahead.land(release=True)
                 self._waiter.stop()  # claims no more: its LISTEN connection is not read from now on
                 self._shutdown()
             finally:
@@ -155,6 +158,7 @@ class Worker:
 
     def _loop(self) -> None:
         while not self._stopping:
+            self.claimer.ahead.land()  # a wake-up claim the last turn did not read (claim_ahead.py)
             try:
                 self.lease.drop_lost_jobs(self._threads, self._outage, self.job_done)
             except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
@@ -170,7 +174,9 @@ class Worker:
                 self.stop()
             if self._stopping:
                 continue
-            self._acks.flush()
+            # Idle (nothing held): stored now, not DBJOBS_ACK_DELAY later, when it would fall on
+            # the next wake-up; a batch only gathers while other jobs run or wait.
+            self._acks.flush(force=not self._held)
             self.admitter.admit_if_due()
             self.claimer.rated.sync_if_due(self._outage.call)
             if self._drained:
@@ -228,7 +234,10 @@ class Worker:
     def _wait(self, seconds: float, probe: bool) -> bool:
         """Wait for a wake-up, `seconds` at most; a job deadline due sooner ends it (timeouts.py)."""
         timeouts.looks_at(self._wake, time.monotonic() + seconds)
+        if probe:
+            self.claimer.ahead.arm()  # PostgreSQL: a notification sends it at once (claim_ahead.py)
         woken = self._waiter.wait(seconds, probe=probe)
+        self.claimer.ahead.disarm()
         timeouts.looks_at(self._wake, 0.0)  # its turn ends by looking at the deadlines
         return woken
 

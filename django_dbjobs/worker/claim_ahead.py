@@ -1,0 +1,129 @@
+"""ClaimAhead: an idle PostgreSQL worker's claim, sent the moment a notification is read.
+
+Before an idle wait the loop makes its claim ready (arm(): the statement and its values,
+as Claimer.claim() would send them now); the idle waiter sends it as soon as it reads a
+notification of new jobs (send()), and the loop's claim reads what it took (take(),
+Claimer.claim()) after going through its turn, which ran meanwhile (db/sent_ahead.py).
+
+Only where claims run on the LISTEN connection (db/listen.py) and the claim is plain:
+no rate-limited queue served here (their claims take turns with the others), no paused
+queue among this worker's, nothing in doubt. A claim sent is always read, and what it
+took held, before the loop waits again, before jobs not held are given back, and at
+shutdown (Claimer.land()).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..db.claims_ahead import claimed
+from ..models import Job
+from ..models.claim_shape import ready_claim
+
+if TYPE_CHECKING:
+    from ..db.sent_ahead import Ready, Sent
+    from .claiming import Claimer
+
+logger = logging.getLogger("django_dbjobs")
+
+
+class Flight:
+    """A claim sent ahead, not read yet, with the lease epoch read before it was sent."""
+
+    __slots__ = ("sent", "epoch")
+
+    def __init__(self, sent: Sent, epoch: int):
+        self.sent = sent
+        self.epoch = epoch
+
+
+class ClaimAhead:
+    """The claim of `claimer` a notification sends at once (see above); used by its main thread."""
+
+    def __init__(self, claimer: Claimer):
+        self.claimer = claimer
+        self._ready: Ready | None = None
+        #: The claim sent and not read yet, if any.
+        self.flight: Flight | None = None
+
+    def arm(self) -> None:
+        """Before an idle wait: make ready the claim a notification sends."""
+        self._ready = None
+        claimer = self.claimer
+        on = claimer.claims_on()
+        if on is None or self.flight is not None or claimer.in_doubt or claimer.rated.queues:
+            return
+        free = claimer.free_slots()
+        if free <= 0 or claimer.paused.served:
+            return
+        worker = claimer.identity
+        waiting = claimer.held.alone is None  # as Claimer.claim() says
+        jobs = lambda: Job.objects.using(worker.using)  # noqa: E731
+        try:
+            paused = claimer.paused.current() | claimer.rated.all_names()  # may read the database
+            self._ready = ready_claim(
+                Job, jobs, worker.using, worker.id, free, worker.queues, waiting, paused, on
+            )
+        except Exception:  # noqa: BLE001 - the wake-up claims as usual, and meets the error there
+            logger.debug("Could not make the wake-up claim ready", exc_info=True)
+
+    def disarm(self) -> None:
+        """The wait is over: a claim not sent by then is not sent."""
+        self._ready = None
+
+    def send(self) -> None:
+        """A notification of new jobs was read: send the claim made ready, if any (the idle
+        waiter calls this)."""
+        ready, self._ready = self._ready, None
+        claimer = self.claimer
+        if ready is None or self.flight is not None or claimer.in_doubt:
+            return
+        if claimer.claims_on() is not ready.connection:  # closed and opened again meanwhile
+            return
+        epoch = claimer.lease.epoch  # read before the claim, as Claimer.claim_free_slots() does
+        try:
+            sent = ready.send()
+        except Exception as exc:  # noqa: BLE001 - it may have reached the server all the same
+            claimer.in_doubt = True  # what it took goes back before the next claim
+            claimer.claim_failed_on(ready.connection, exc)
+            logger.warning("Could not send the wake-up claim id=%s: %s", claimer.identity.id, exc)
+            return
+        self.flight = Flight(sent, epoch)
+
+    def take(self) -> Flight | None:
+        """The claim sent and not read yet, now the caller's to read (None: there is none)."""
+        flight, self.flight = self.flight, None
+        return flight
+
+    def read(self, flight: Flight) -> list[Job] | None:
+        """The jobs `flight` took (taken); None if it did not run (claim as usual then). If the
+        LISTEN connection broke under it, what it may have committed goes back first, and
+        None: claims_on() is None now, so the claim runs on the worker's own connection."""
+        claimer = self.claimer
+        try:
+            return claimed(Job, claimer.identity.using, flight.sent)
+        except Exception as exc:
+            if not claimer.claim_failed_on(flight.sent.connection, exc):
+                raise  # the statement's error: a failed claim
+        claimer.release_unheld()
+        return None
+
+    def land(self, release: bool = False) -> None:
+        """Read a claim sent that no claim read (the loop did not claim: it is stopping, or has
+        no free slot now) and hold and queue what it took; with `release` (shutdown), give
+        that back instead. Never raises: a failure leaves the claimer in doubt."""
+        flight = self.take()
+        if flight is None:
+            return
+        claimer = self.claimer
+        try:
+            jobs = self.read(flight) or []
+        except Exception as exc:  # noqa: BLE001 - it may have committed: see Claimer.release_unheld()
+            claimer.in_doubt = True
+            logger.warning("Could not read the wake-up claim id=%s: %s", claimer.identity.id, exc)
+            return
+        if release:
+            claimer.release(jobs, quiet=True)
+        else:
+            claimer.hold(jobs, flight.epoch)

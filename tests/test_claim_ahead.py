@@ -1,0 +1,174 @@
+"""PostgreSQL: an idle worker's claim is sent the moment a notification is read (worker/claim_ahead.py).
+
+The claim is made ready before the wait, sent by the idle waiter as it reads the
+notification, and read where the loop claims. What it took is never lost: it is held
+when the loop does not claim, given back at shutdown, held before jobs not held are
+given back, given back if the LISTEN connection breaks under it; and a claim whose
+prepared statement has gone from the session runs again as usual.
+"""
+
+import time
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from django_dbjobs import db, enqueue
+from django_dbjobs.models import Job, JobStatus
+from tests import jobs
+from tests.test_claims_on_listen import run
+from tests.test_worker_parts import parts
+
+pytestmark = [
+    pytest.mark.skipif(not db.supports_listen(), reason="LISTEN exists on PostgreSQL only"),
+    pytest.mark.django_db(transaction=True),
+]
+
+
+@pytest.fixture
+def wired(waiter):
+    """A claimer wired to a listening waiter as Worker.run() wires them; its claim statement
+    already prepared on the LISTEN connection (by a first claim, which found nothing)."""
+    identity, claimer, threads, *_ = parts()
+    claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
+    waiter.on_jobs = claimer.ahead.send
+    assert claimer.claim_free_slots() == 0
+    return identity, claimer, threads, waiter
+
+
+def sent_on_notification(claimer, waiter) -> Job:
+    """Arm, enqueue from another connection, and wait: the claim leaves as the waiter reads
+    the notification, and commits on the server with nobody reading its answer."""
+    claimer.ahead.arm()
+    job = enqueue(jobs.add, 1, 2)  # autocommit: committed, notified
+    assert waiter.wait(10) is True
+    claimer.ahead.disarm()
+    assert claimer.ahead.flight is not None, "sent when the notification was read"
+    deadline = time.monotonic() + 10
+    while Job.objects.get(pk=job.pk).status != JobStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return job
+
+
+def test_a_notification_sends_the_claim_and_the_loop_s_claim_reads_it(wired):
+    identity, claimer, threads, waiter = wired
+    job = sent_on_notification(claimer, waiter)
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker, stored.attempts) == (JobStatus.RUNNING, identity.id, 1)
+    with connection.execute_wrapper(lambda *args: pytest.fail("the claim read ran a statement")):
+        assert claimer.claim_free_slots() == 1
+    assert claimer.ahead.flight is None
+    (taken,) = threads.take_unstarted()
+    assert (taken.pk, taken.args, taken.status, taken.worker) == (job.pk, [1, 2], "RUNNING", identity.id)
+    assert claimer.held.ids() == {job.pk}
+
+
+def test_nothing_is_sent_without_a_notification_of_jobs_or_once_the_wait_is_over(wired):
+    from tests.test_wakeup import notify
+
+    _identity, claimer, _threads, waiter = wired
+    claimer.ahead.arm()
+    notify("schedules")  # a schedule changed: no claim for that
+    assert waiter.wait(10) is True
+    assert claimer.ahead.flight is None
+    claimer.ahead.disarm()
+    job = enqueue(jobs.add, 1, 2)
+    assert waiter.wait(10) is True
+    assert claimer.ahead.flight is None, "disarmed: the loop claims as usual"
+    assert claimer.claim_free_slots() == 1 and claimer.held.ids() == {job.pk}
+
+
+def test_a_claim_sent_that_the_loop_did_not_read_is_held_at_its_next_turn(wired):
+    identity, claimer, threads, waiter = wired
+    epoch = claimer.lease.epoch
+    job = sent_on_notification(claimer, waiter)
+    claimer.lease.lost()  # the epoch changed after the claim was sent: its jobs are checked first
+    claimer.ahead.land()
+    (taken,) = threads.take_unstarted()
+    assert taken.pk == job.pk and taken._lease_epoch == epoch
+    assert claimer.held.ids() == {job.pk} and claimer.claimed == 1
+    assert Job.objects.get(pk=job.pk).worker == identity.id
+
+
+def test_at_shutdown_what_a_claim_sent_took_goes_back(wired):
+    _identity, claimer, threads, waiter = wired
+    job = sent_on_notification(claimer, waiter)
+    claimer.ahead.land(release=True)
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.attempts, stored.worker) == (JobStatus.READY, 0, None)
+    assert threads.take_unstarted() == [] and not claimer.held
+
+
+def test_a_claim_sent_is_held_before_jobs_not_held_are_given_back(wired):
+    """A job thread set in_doubt while the claim was out: release_unheld() must not give back
+    what the claim took (it would run a job this worker no longer owns)."""
+    identity, claimer, threads, waiter = wired
+    job = sent_on_notification(claimer, waiter)
+    claimer.in_doubt = True
+    assert claimer.claim_free_slots() == 0  # the one slot is taken by the job held meanwhile
+    assert not claimer.in_doubt
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker) == (JobStatus.RUNNING, identity.id)
+    assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
+
+
+def test_a_claim_sent_on_a_connection_that_then_broke_runs_on_the_worker_s_own_at_once(wired, caplog):
+    """The LISTEN connection is cut while the claim sent on it waits for a lock: not an outage.
+    What it may have committed goes back, and the claim runs on the worker's own connection."""
+    from tests.test_wakeup import Listening
+
+    identity, claimer, threads, waiter = wired
+    job = enqueue(jobs.add, 1, 2)  # its notification waits in the socket
+    claimer.ahead.arm()
+    locker = Listening()  # another session, holding the table: the claim sent waits
+    try:
+        with locker.conn.transaction():
+            locker.conn.execute("LOCK TABLE django_dbjobs_job IN ACCESS EXCLUSIVE MODE")
+            assert waiter.wait(10) is True and claimer.ahead.flight is not None
+            pid = waiter.claims_on().connection.pgconn.backend_pid
+            run(connection, "SELECT pg_terminate_backend(%s)", [pid])
+    finally:
+        locker.close()
+    with caplog.at_level("WARNING", logger="django_dbjobs"):
+        assert claimer.claim_free_slots() == 1
+    assert "LISTEN connection lost" in caplog.text
+    assert "Database error" not in caplog.text, "no outage, no pause"
+    assert not claimer.in_doubt and waiter.claims_on() is None
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker, stored.attempts) == (JobStatus.RUNNING, identity.id, 1)
+    assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
+
+
+def test_a_claim_sent_whose_prepared_statement_had_gone_runs_again_as_usual(wired, caplog):
+    identity, claimer, threads, waiter = wired
+    run(waiter.claims_on(), "DEALLOCATE ALL")  # the session lost it; the worker does not know
+    with caplog.at_level("INFO", logger="django_dbjobs"):
+        job = sent_on_notification(claimer, waiter)
+        assert Job.objects.get(pk=job.pk).status == JobStatus.READY, "it failed before running"
+        assert claimer.claim_free_slots() == 1
+    assert "prepares no more" not in caplog.text, "one loss is forgiven"
+    assert Job.objects.get(pk=job.pk).worker == identity.id
+    assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
+
+
+def test_no_claim_is_made_ready_for_a_worker_with_paused_or_rate_limited_queues_or_in_doubt(wired, settings):
+    from django_dbjobs.models import Queue
+
+    _identity, claimer, _threads, _waiter = wired
+    claimer.ahead.arm()
+    assert claimer.ahead._ready is not None, "the premise: a plain idle worker makes it ready"
+    claimer.in_doubt = True
+    claimer.ahead.arm()
+    assert claimer.ahead._ready is None
+    claimer.in_doubt = False
+    settings.DBJOBS_QUEUE_LIMITS = {"rated": {"rate": "5/m"}}
+    claimer.ahead.arm()
+    assert claimer.ahead._ready is None, "its claims take turns with the rate-limited queues'"
+    settings.DBJOBS_QUEUE_LIMITS = {}
+    claimer.ahead.arm()
+    assert claimer.ahead._ready is not None
+    Queue.objects.create(name="default", paused_at=timezone.now())
+    claimer.paused._read_at = None  # read again now
+    claimer.paused.current()
+    claimer.ahead.arm()
+    assert claimer.ahead._ready is None, "paused: the claim gap and the walk past a paused backlog apply"

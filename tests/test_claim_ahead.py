@@ -26,9 +26,13 @@ pytestmark = [
 
 
 @pytest.fixture
-def wired(waiter):
+def wired(waiter, monkeypatch):
     """A claimer wired to a listening waiter as Worker.run() wires them; its claim statement
-    already prepared on the LISTEN connection (by a first claim, which found nothing)."""
+    already prepared on the LISTEN connection (by a first claim, which found nothing). The
+    paused queues it read stay fresh for the test (a slow machine would not send)."""
+    from django_dbjobs.worker import paused_queues
+
+    monkeypatch.setattr(paused_queues, "PAUSE_CHECK_INTERVAL", 600)
     identity, claimer, threads, *_ = parts()
     claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
     waiter.on_jobs = claimer.ahead.send
@@ -36,15 +40,15 @@ def wired(waiter):
     return identity, claimer, threads, waiter
 
 
-def sent_on_notification(claimer, waiter) -> Job:
+def sent_on_notification(claimer, waiter, runs: bool = True) -> Job:
     """Arm, enqueue from another connection, and wait: the claim leaves as the waiter reads
-    the notification, and commits on the server with nobody reading its answer."""
+    the notification, and (if it `runs`) commits on the server with nobody reading its answer."""
     claimer.ahead.arm()
     job = enqueue(jobs.add, 1, 2)  # autocommit: committed, notified
     assert waiter.wait(10) is True
     claimer.ahead.disarm()
     assert claimer.ahead.flight is not None, "sent when the notification was read"
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + (10 if runs else 0.3)
     while Job.objects.get(pk=job.pk).status != JobStatus.RUNNING and time.monotonic() < deadline:
         time.sleep(0.01)
     return job
@@ -104,9 +108,11 @@ def test_a_claim_sent_is_held_before_jobs_not_held_are_given_back(wired):
     what the claim took (it would run a job this worker no longer owns)."""
     identity, claimer, threads, waiter = wired
     job = sent_on_notification(claimer, waiter)
+    other = enqueue(jobs.add, 3, 4)
     claimer.in_doubt = True
-    assert claimer.claim_free_slots() == 0  # the one slot is taken by the job held meanwhile
-    assert not claimer.in_doubt
+    assert claimer.claim_free_slots() == 0, "the one slot is taken by the job held first"
+    assert Job.objects.get(pk=other.pk).status == JobStatus.READY
+    assert claimer.in_doubt, "still to do, at the next claim with a free slot"
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker) == (JobStatus.RUNNING, identity.id)
     assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
@@ -143,7 +149,7 @@ def test_a_claim_sent_whose_prepared_statement_had_gone_runs_again_as_usual(wire
     identity, claimer, threads, waiter = wired
     run(waiter.claims_on(), "DEALLOCATE ALL")  # the session lost it; the worker does not know
     with caplog.at_level("INFO", logger="django_dbjobs"):
-        job = sent_on_notification(claimer, waiter)
+        job = sent_on_notification(claimer, waiter, runs=False)
         assert Job.objects.get(pk=job.pk).status == JobStatus.READY, "it failed before running"
         assert claimer.claim_free_slots() == 1
     assert "prepares no more" not in caplog.text, "one loss is forgiven"
@@ -172,3 +178,26 @@ def test_no_claim_is_made_ready_for_a_worker_with_paused_or_rate_limited_queues_
     claimer.paused.current()
     claimer.ahead.arm()
     assert claimer.ahead._ready is None, "paused: the claim gap and the walk past a paused backlog apply"
+
+
+def test_a_claim_made_ready_for_other_free_slots_is_not_sent(wired):
+    """The free slots changed during the wait (a prefetch lapsed, a thread freed, here
+    --max-jobs reached): the claim made ready would take the wrong number; the loop claims."""
+    _identity, claimer, _threads, waiter = wired
+    claimer.ahead.arm()
+    claimer.max_jobs = claimer.claimed  # no slot left
+    job = enqueue(jobs.add, 1, 2)
+    assert waiter.wait(10) is True
+    assert claimer.ahead.flight is None
+    time.sleep(0.2)
+    assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+
+
+def test_paused_queues_read_more_than_a_second_ago_are_read_again_before_sending(wired):
+    _identity, claimer, _threads, waiter = wired
+    claimer.ahead.arm()
+    claimer.paused._read_at -= 3600  # a long wait: a pause may have come meanwhile
+    enqueue(jobs.add, 1, 2)
+    assert waiter.wait(10) is True
+    assert claimer.ahead.flight is None, "the loop's claim reads them again"
+    assert claimer.claim_free_slots() == 1

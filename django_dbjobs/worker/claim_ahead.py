@@ -44,6 +44,7 @@ class ClaimAhead:
     def __init__(self, claimer: Claimer):
         self.claimer = claimer
         self._ready: Ready | None = None
+        self._limit = 0  # the free slots the claim made ready asks for
         #: The claim sent and not read yet, if any.
         self.flight: Flight | None = None
 
@@ -55,13 +56,16 @@ class ClaimAhead:
         if on is None or self.flight is not None or claimer.in_doubt or claimer.rated.queues:
             return
         free = claimer.free_slots()
-        if free <= 0 or claimer.paused.served:
+        if free <= 0:
             return
         worker = claimer.identity
         waiting = claimer.held.alone is None  # as Claimer.claim() says
         jobs = lambda: Job.objects.using(worker.using)  # noqa: E731
         try:
             paused = claimer.paused.current() | claimer.rated.all_names()  # may read the database
+            if claimer.paused.served:
+                return
+            self._limit = free
             self._ready = ready_claim(
                 Job, jobs, worker.using, worker.id, free, worker.queues, waiting, paused, on
             )
@@ -80,6 +84,10 @@ class ClaimAhead:
         if ready is None or self.flight is not None or claimer.in_doubt:
             return
         if claimer.claims_on() is not ready.connection:  # closed and opened again meanwhile
+            return
+        # As made ready, or the loop claims as usual: the free slots (a prefetch lapsed while
+        # idle, a thread freed), and the paused queues, read again after a second.
+        if claimer.free_slots() != self._limit or not claimer.paused.fresh():
             return
         epoch = claimer.lease.epoch  # read before the claim, as Claimer.claim_free_slots() does
         try:

@@ -95,11 +95,12 @@ class Claimer:
     def claim_free_slots(self) -> int | None:
         """Claim due jobs for the free slots; return how many, None after an error (already paused)."""
         self.came_short = False
-        free = self.free_slots()
+        if self.in_doubt:
+            self.ahead.land()  # first: release_unheld() must not give back what a claim sent ahead took
+        free = self.free_slots()  # after it: what it took is held
         if free <= 0:
             return 0
         if self.in_doubt:
-            self.ahead.land()  # first: release_unheld() must not give back what a claim sent ahead took
             self.in_doubt = False  # cleared first: a job thread may set it again meanwhile
             if self._guarded(self.release_unheld, "releasing jobs not held") is None:
                 self.in_doubt = True
@@ -164,17 +165,17 @@ class Claimer:
         return [*rated, *ordinary]
 
     def claim(self, limit: int) -> list[Job]:
+        flight = self.ahead.take()
+        if flight is not None:  # PostgreSQL: sent when the notification was read (claim_ahead.py)
+            jobs = self.ahead.read(flight)
+            if jobs is not None:
+                return jobs
         worker = self.identity
         waiting = self.held.alone is None  # one job that must run alone at a time
         # A rate-limited queue's jobs are claimed within its rate only; left out here, in case
         # one was enqueued by a process without DBJOBS_QUEUE_LIMITS (see rates.sync_blocked()).
         paused = self.paused.current() | self.rated.all_names()
         using = worker.using
-        flight = self.ahead.take()
-        if flight is not None:  # PostgreSQL: sent when the notification was read (claim_ahead.py)
-            jobs = self.ahead.read(flight)
-            if jobs is not None:
-                return jobs
         on = self.claims_on()
 
         def claim_on(connection) -> list[Job]:

@@ -174,9 +174,7 @@ class Worker:
                 self.stop()
             if self._stopping:
                 continue
-            # Idle (nothing held): stored now, not DBJOBS_ACK_DELAY later, when it would fall on
-            # the next wake-up; a batch only gathers while other jobs run or wait.
-            self._acks.flush(force=not self._held)
+            self._acks.flush()
             self.admitter.admit_if_due()
             self.claimer.rated.sync_if_due(self._outage.call)
             if self._drained:
@@ -210,6 +208,11 @@ class Worker:
             # With every thread busy, a thread wakes the loop when fewer jobs wait than
             # there are threads: no need to look for other processes' new jobs meanwhile
             # (no probe on MySQL/MariaDB).
+            if idle:
+                # Nothing held, nothing to claim: a success waiting for its batch is stored now,
+                # not DBJOBS_ACK_DELAY later, when it would fall on the next wake-up of a
+                # steady trickle. A batch gathers while other jobs run or wait.
+                self._acks.flush(force=True)
             timeouts.looks_at(self._wake, float("inf"))  # a deadline armed from now on wakes it
             woken = self._wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
             if woken:
@@ -236,8 +239,10 @@ class Worker:
         timeouts.looks_at(self._wake, time.monotonic() + seconds)
         if probe:
             self.claimer.ahead.arm()  # PostgreSQL: a notification sends it at once (claim_ahead.py)
-        woken = self._waiter.wait(seconds, probe=probe)
-        self.claimer.ahead.disarm()
+        try:
+            woken = self._waiter.wait(seconds, probe=probe)
+        finally:
+            self.claimer.ahead.disarm()
         timeouts.looks_at(self._wake, 0.0)  # its turn ends by looking at the deadlines
         return woken
 

@@ -37,6 +37,10 @@ class PausedQueues:
                 self.names = names
         return self.names
 
+    def fresh(self) -> bool:
+        """Whether current() would answer without reading the database again."""
+        return self._read_at is not None and time.monotonic() - self._read_at < PAUSE_CHECK_INTERVAL
+
     @property
     def served(self) -> frozenset[str]:
         """The paused queues among those this worker claims from (as last read)."""

@@ -120,7 +120,8 @@ def test_a_claim_sent_is_held_before_jobs_not_held_are_given_back(wired):
 
 def test_a_claim_sent_on_a_connection_that_then_broke_runs_on_the_worker_s_own_at_once(wired, caplog):
     """The LISTEN connection is cut while the claim sent on it waits for a lock: not an outage.
-    What it may have committed goes back, and the claim runs on the worker's own connection."""
+    The claim runs on the worker's own connection at once (the one sent had not run: the lock
+    held it; a claim that committed and lost its answer goes back first: test_prefetch.py)."""
     from tests.test_wakeup import Listening
 
     identity, claimer, threads, waiter = wired

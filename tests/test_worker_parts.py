@@ -74,3 +74,32 @@ def test_a_lease_drops_the_unstarted_jobs_a_sweep_took_back():
     lease.drop_lost_jobs(threads, Outage("default"), dropped.append)
     assert [job.pk for job in dropped] == [taken.pk]
     assert [job.pk for job in threads.take_unstarted()] == [kept.pk]
+
+
+def test_a_worker_in_doubt_at_shutdown_gives_back_what_it_owns_and_does_not_hold():
+    """A claim committed while its answer was lost: the job is RUNNING under this worker, which
+    does not hold it. Shutting down, the worker gives it back (READY, its attempt refunded),
+    not leaving it for the sweep that will find the worker's row gone."""
+    from django_dbjobs.worker.shutdown import shut_down
+
+    identity = Identity(new_worker_id(), "default", ())
+    WorkerProcess.objects.create(id=identity.id, hostname="test", pid=1, queues=[], concurrency=1)
+    built = assemble(
+        identity,
+        concurrency=1,
+        max_jobs=None,
+        prefetch=Prefetch(0, 1),
+        poll_interval=0.1,
+        on_database_error=lambda: None,
+        on_done=lambda job, seconds: None,
+        on_not_stored=lambda: None,
+    )
+    job = enqueue(jobs.add, 2, 3)
+    before = Job.objects.get(pk=job.pk).attempts
+    assert built.claimer.claim_free_slots() == 1
+    built.held.remove(built.threads.take_unstarted())  # its answer lost: not held
+    built.claimer.in_doubt = True
+    shut_down(built, 0)
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, before)
+    assert not built.claimer.in_doubt

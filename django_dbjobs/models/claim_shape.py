@@ -41,7 +41,7 @@ def ready_claim(
     """claim() on `unsorted` (the worker's LISTEN connection), made ready to send the moment
     a notification is read (db/sent_ahead.py); None where claim() must run it, or every queue
     asked for is paused. claims_ahead.claimed() reads what it took."""
-    from ..db import claims_ahead
+    from ..db import claims_ahead  # here: only a PostgreSQL worker loads it (and psycopg's generators)
 
     shape = claim_shape(jobs, queues, include_waiting, paused)
     if shape is None:

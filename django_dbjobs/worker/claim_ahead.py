@@ -9,7 +9,7 @@ Only where claims run on the LISTEN connection (db/listen.py) and the claim is p
 no rate-limited queue served here (their claims take turns with the others), no paused
 queue among this worker's, nothing in doubt. A claim sent is always read, and what it
 took held, before the loop waits again, before jobs not held are given back, and at
-shutdown (Claimer.land()).
+shutdown (ClaimAhead.land()).
 """
 
 from __future__ import annotations

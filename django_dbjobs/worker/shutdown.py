@@ -4,7 +4,8 @@ Prefetched jobs no thread has started go back at once, for other workers. Runnin
 jobs get `grace` seconds (none after a second signal); their successes are stored as
 they finish. What still runs then is released (READY, attempt refunded), its late
 outcome dropped by the fence, and its async coroutine cancelled so it cannot run on
-beside its next attempt.
+beside its next attempt. A worker in doubt (a claim that may have committed unread, a
+release that failed) gives back what it owns in the database and no longer holds.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def shut_down(parts: Parts, grace: float) -> None:
             # Given back, its slot goes to the next job of its key: this run must not go on.
             timeouts.stop_lost(job)
     claimer.release(held.all())
+    if claimer.in_doubt:
+        # A claim that may have committed unread, a release that failed: what this worker
+        # still owns in the database goes back now, not when a sweep finds its row gone.
+        claimer.in_doubt = False
+        _give_back_unheld(claimer)
     cancelled = async_jobs.cancel_all()  # released: they must not run on (async_jobs.py)
     if cancelled:
         logger.warning("Cancelled async jobs still running at the end of the grace count=%s", cancelled)
@@ -58,3 +64,11 @@ def shut_down(parts: Parts, grace: float) -> None:
         logger.warning("Could not remove the worker row id=%s: %s", worker.id, exc)
     connections.close_all()
     logger.info("Worker stopped id=%s claimed=%s", worker.id, claimer.claimed)
+
+
+def _give_back_unheld(claimer) -> None:
+    """Claimer.release_unheld(), once; a failure is logged (the sweep recovers them later)."""
+    try:
+        claimer.release_unheld()
+    except Exception as exc:  # noqa: BLE001 - stopping all the same: the row goes, a sweep recovers them
+        logger.warning("Could not give back jobs not held id=%s: %s", claimer.identity.id, exc)

@@ -18,6 +18,7 @@ from .parts import assemble
 from .prefetch import Prefetch
 from .stop_signals import StopSignals
 from .sweep import Sweeper, orphans_may_exist
+from .wait_time import wait_time
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -214,7 +215,10 @@ class Worker:
                 # steady trickle. A batch gathers while other jobs run or wait.
                 self._acks.flush(force=True)
             timeouts.looks_at(self._wake, float("inf"))  # a deadline armed from now on wakes it
-            woken = self._wait(self._wait_time(), probe=self.claimer.free_slots() > 0)
+            woken = self._wait(
+                wait_time(self.poll_interval, self.parts, self._scheduler),
+                probe=self.claimer.free_slots() > 0,
+            )
             if woken:
                 self._claim_woken()
 
@@ -245,16 +249,6 @@ class Worker:
             self.claimer.ahead.disarm()
         timeouts.looks_at(self._wake, 0.0)  # its turn ends by looking at the deadlines
         return woken
-
-    def _wait_time(self) -> float:
-        due = self._acks.due_in()
-        wait = self.poll_interval if due is None else min(self.poll_interval, due)
-        deadline = timeouts.due_in()
-        if deadline is not None:
-            wait = min(wait, deadline + 0.01)
-        if self._held:  # a cancel request is looked for once a second, whatever the poll interval
-            wait = min(wait, self.parts.cancels.due_in() + 0.01)
-        return wait if self._scheduler is None else min(wait, self._scheduler.due_in())
 
     def job_done(self, job: Job, seconds: float | None = None) -> None:
         """A job thread is done with `job`, which ran `seconds` (None: it did not run); called

@@ -329,3 +329,20 @@ def test_cancel_deletes_on_the_router_write_alias():
     enqueue(jobs.add, 1, 1)
     assert Job.objects.filter(name=jobs.add.name).cancel() == 1
     assert Job.objects.using("default").count() == 0
+
+
+@pytest.mark.parametrize(
+    "value", [None, "[]", "{}", "null", '"text"', "[1, 2]", '{"a": [1]}', "not json", "[", "", " []"]
+)
+def test_a_claim_s_json_columns_read_as_the_json_field_reads_them(value):
+    """Claims build jobs from their rows with a fast path for the JSON values jobs nearly always
+    have (db/rows_read.py): it must give what Django's JSONField.from_db_value() gives, for
+    those values and every other (malformed text comes back as it was, as Django returns it)."""
+    from django_dbjobs.db.rows_read import _faster
+
+    field = Job._meta.get_field("args")
+    fast = _faster(field.from_db_value, field)
+    assert fast is not field.from_db_value, "the fast path is the one under test"
+    expected = field.from_db_value(value, field.cached_col, connection)
+    assert fast(value, field.cached_col, connection) == expected
+    assert type(fast(value, field.cached_col, connection)) is type(expected)

@@ -112,7 +112,20 @@ def test_a_claim_sent_is_held_before_jobs_not_held_are_given_back(wired):
     claimer.in_doubt = True
     assert claimer.claim_free_slots() == 0, "the one slot is taken by the job held first"
     assert Job.objects.get(pk=other.pk).status == JobStatus.READY
-    assert claimer.in_doubt, "still to do, at the next claim with a free slot"
+    assert not claimer.in_doubt, "jobs not held were given back: none"
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker) == (JobStatus.RUNNING, identity.id)
+    assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
+
+
+def test_whoever_gives_back_jobs_not_held_holds_a_claim_sent_first(wired):
+    """release_unheld() runs from the loop's claim, from a claim whose LISTEN connection broke,
+    and at shutdown; a job thread may set in_doubt at any moment while a claim is out. In every
+    case what that claim took is held first, never given back for another worker to run."""
+    identity, claimer, threads, waiter = wired
+    job = sent_on_notification(claimer, waiter)
+    assert claimer.release_unheld() == 0
+    assert claimer.ahead.flight is None and claimer.held.ids() == {job.pk}
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker) == (JobStatus.RUNNING, identity.id)
     assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
@@ -202,3 +215,12 @@ def test_paused_queues_read_more_than_a_second_ago_are_read_again_before_sending
     assert waiter.wait(10) is True
     assert claimer.ahead.flight is None, "the loop's claim reads them again"
     assert claimer.claim_free_slots() == 1
+
+
+def test_a_claim_sent_for_more_slots_than_are_free_now_gives_the_rest_back(wired):
+    identity, claimer, threads, waiter = wired
+    job = sent_on_notification(claimer, waiter)
+    assert claimer.claim(0) == []
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, 0)
+    assert claimer.ahead.flight is None and not claimer.held

@@ -126,6 +126,20 @@ def test_a_failed_claim_on_a_sound_listen_connection_is_any_failed_claim(waiter,
     assert claimer.claim_free_slots() == 1
 
 
+def test_a_listen_connection_left_with_a_statement_unread_is_closed(waiter, caplog):
+    """An error while a claim sent ahead was sent or read (not the server's answer to it)
+    leaves the connection sound but busy with a statement nobody will read: closed, as if
+    it broke, never used again for the next claim or wait."""
+    listen = waiter.claims_on()
+    listen.connection.pgconn.send_query(b"SELECT pg_sleep(0.2)")  # sent, its answer never read
+    with caplog.at_level("WARNING", logger="django_dbjobs"):
+        assert waiter.claim_failed(listen, RuntimeError("interrupted while reading")) is True
+    assert "LISTEN connection lost" in caplog.text
+    assert waiter.claims_on() is None
+    assert waiter.wait(5) is True  # opened again after its pause: a wake-up
+    assert run(waiter.claims_on(), "SELECT 1") == [(1,)]
+
+
 @pytest.mark.parametrize("setting", ["DBJOBS_PREPARED_STATEMENTS", "DISABLE_SERVER_SIDE_CURSORS"])
 def test_behind_a_transaction_pooler_claims_stay_on_the_worker_s_own_connection(
     setting, settings, monkeypatch

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from django.utils import timezone
 
 from django_dbjobs import enqueue
 from django_dbjobs.db.outage import Outage
@@ -76,15 +77,11 @@ def test_a_lease_drops_the_unstarted_jobs_a_sweep_took_back():
     assert [job.pk for job in threads.take_unstarted()] == [kept.pk]
 
 
-def test_a_worker_in_doubt_at_shutdown_gives_back_what_it_owns_and_does_not_hold():
-    """A claim committed while its answer was lost: the job is RUNNING under this worker, which
-    does not hold it. Shutting down, the worker gives it back (READY, its attempt refunded),
-    not leaving it for the sweep that will find the worker's row gone."""
-    from django_dbjobs.worker.shutdown import shut_down
-
+def assembled():
+    """A worker's parts with a worker row, as the Worker builds them (concurrency 1, no prefetch)."""
     identity = Identity(new_worker_id(), "default", ())
     WorkerProcess.objects.create(id=identity.id, hostname="test", pid=1, queues=[], concurrency=1)
-    built = assemble(
+    return assemble(
         identity,
         concurrency=1,
         max_jobs=None,
@@ -94,6 +91,15 @@ def test_a_worker_in_doubt_at_shutdown_gives_back_what_it_owns_and_does_not_hold
         on_done=lambda job, seconds: None,
         on_not_stored=lambda: None,
     )
+
+
+def test_a_worker_in_doubt_at_shutdown_gives_back_what_it_owns_and_does_not_hold():
+    """A claim committed while its answer was lost: the job is RUNNING under this worker, which
+    does not hold it. Shutting down, the worker gives it back (READY, its attempt refunded),
+    not leaving it for the sweep that will find the worker's row gone."""
+    from django_dbjobs.worker.shutdown import shut_down
+
+    built = assembled()
     job = enqueue(jobs.add, 2, 3)
     before = Job.objects.get(pk=job.pk).attempts
     assert built.claimer.claim_free_slots() == 1
@@ -103,3 +109,35 @@ def test_a_worker_in_doubt_at_shutdown_gives_back_what_it_owns_and_does_not_hold
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, before)
     assert not built.claimer.in_doubt
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "recording-failed"])
+def test_a_stuck_job_is_never_given_back_as_not_held(keyed, monkeypatch):
+    """A stuck job's call runs on: given back, it would run again beside it (and a keyed one
+    would free its slot). An in-doubt worker gives back what it does not hold, stuck jobs
+    aside: a keyed one is recorded as it exits; one whose recording failed stays the
+    worker's, for the sweep once the process is gone."""
+    from django_dbjobs.worker import stuck, timeouts
+    from django_dbjobs.worker.shutdown import shut_down
+
+    built = assembled()
+    job = enqueue(jobs.keyed_sleeps_in_c if keyed else jobs.add, *(["a", 60] if keyed else [2, 3]))
+    built.admitter.admit_if_due()  # a keyed job waits for its slot
+    assert built.claimer.claim_free_slots() == 1
+    (taken,) = built.threads.take_unstarted()
+    armed = timeouts.Armed(taken, thread=0, seconds=1.0)
+    if not keyed:  # its recording fails: the job is still RUNNING under this worker
+        monkeypatch.setattr(stuck, "record", lambda *args, **kwargs: 1 / 0)
+    stuck.give_up(armed, built.identity.id, built.outage, built.held, 0, built.stuck)
+    assert not built.held
+    built.claimer.in_doubt = True
+    assert built.claimer.release_unheld() == 0
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker) == (JobStatus.RUNNING, built.identity.id)
+    shut_down(built, 0)
+    stored = Job.objects.get(pk=job.pk)
+    if keyed:  # recorded at the very end: a timeout, its retry later
+        assert (stored.status, stored.attempts) == (JobStatus.READY, 1)
+        assert "timeout" in stored.last_error and stored.run_at > timezone.now()
+    else:
+        assert (stored.status, stored.worker) == (JobStatus.RUNNING, built.identity.id)

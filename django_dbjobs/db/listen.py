@@ -139,13 +139,15 @@ class Listen:
 
     def failed(self, connection, exc: Exception) -> bool:
         """A claim on `connection` (this LISTEN connection) raised `exc`: if the connection
-        broke, close it (connect() opens another after a pause) and return True; else False
-        (the error is the statement's, or not this connection's)."""
+        broke, or is left with a statement whose results nobody will read (an error while
+        sending or reading one sent ahead), close it (connect() opens another after a pause)
+        and return True; else False (the error is the statement's, or not this connection's)."""
         from psycopg import pq
 
         raw = connection.connection
         if raw is not None and not raw.closed and raw.pgconn.status == pq.ConnStatus.OK:
-            return False
+            if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE:  # in autocommit
+                return False
         self.lost(connection, exc)
         return True
 

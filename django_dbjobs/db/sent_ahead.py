@@ -76,6 +76,8 @@ class Sent:
         with ready.connection.wrap_database_errors:
             with raw.lock:
                 results = raw.wait(generators.fetch_many(raw.pgconn))
+            if not results:  # no answer at all: run it as usual
+                return None
             ran, why = prepared.counted(raw, results[-1])
             if not ran:
                 if why:

@@ -95,16 +95,14 @@ class Claimer:
     def claim_free_slots(self) -> int | None:
         """Claim due jobs for the free slots; return how many, None after an error (already paused)."""
         self.came_short = False
-        if self.in_doubt:
-            self.ahead.land()  # first: release_unheld() must not give back what a claim sent ahead took
-        free = self.free_slots()  # after it: what it took is held
-        if free <= 0:
-            return 0
-        if self.in_doubt:
-            self.in_doubt = False  # cleared first: a job thread may set it again meanwhile
+        if self.in_doubt:  # read once: a job thread may set it at any time (the next turn sees it)
+            self.in_doubt = False  # cleared first, for that reason
             if self._guarded(self.release_unheld, "releasing jobs not held") is None:
                 self.in_doubt = True
                 return None
+        free = self.free_slots()  # after release_unheld(): what a claim sent ahead took is held
+        if free <= 0:
+            return 0
         if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
             return 0  # see PAUSED_CLAIM_GAP
         flight = self.ahead.flight
@@ -169,6 +167,9 @@ class Claimer:
         if flight is not None:  # PostgreSQL: sent when the notification was read (claim_ahead.py)
             jobs = self.ahead.read(flight)
             if jobs is not None:
+                if len(jobs) > limit:  # fewer slots free now than when it was sent: the rest go back
+                    self.release(jobs[limit:], quiet=True)
+                    jobs = jobs[:limit]
                 return jobs
         worker = self.identity
         waiting = self.held.alone is None  # one job that must run alone at a time
@@ -214,9 +215,12 @@ class Claimer:
         COMMIT): those rows are RUNNING under a live, heartbeating worker, so no sweep
         would ever recover them. Only the main thread claims, and a job moves from the
         held jobs to the pending successes, so reading them in that order misses none.
+        A claim sent ahead is read, and what it took held, first; a stuck job's call
+        runs on (HeldJobs.abandon()): it stays this worker's until the process exits.
         """
+        self.ahead.land()  # first: what a claim sent ahead took is held, not given back
         worker = self.identity
-        held = self.held.ids() | self.acks.pending_ids()
+        held = self.held.ids() | self.acks.pending_ids() | self.held.abandoned()
         released = Job.objects.using(worker.using).release_unheld(worker.id, held)
         if released:
             logger.warning("Jobs this worker did not hold released count=%s id=%s", released, worker.id)

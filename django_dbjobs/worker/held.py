@@ -12,13 +12,17 @@ class HeldJobs:
 
     A job is held from its claim until its thread is done with it (outcome stored, or
     handed to the success batch). At most one held job is one that must run alone
-    (`alone`; see models.Isolation). Safe to use from any thread.
+    (`alone`; see models.Isolation). A job given up as stuck (worker/stuck.py) is no
+    longer held, yet its call runs on: its id stays in `abandoned`, so that jobs given
+    back as not held (Claimer.release_unheld()) never include it. Safe to use from any
+    thread.
     """
 
     def __init__(self):
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self.alone: str | None = None
+        self._abandoned: set[str] = set()
 
     def __len__(self) -> int:
         with self._lock:
@@ -44,9 +48,20 @@ class HeldJobs:
                 if self.alone == job.pk:
                     self.alone = None
 
+    def abandon(self, job: Job) -> None:
+        """Stop holding `job`, whose call runs on out of reach (stuck.py); never given back."""
+        with self._lock:
+            self._abandoned.add(job.pk)
+        self.remove([job])
+
     def ids(self) -> set[str]:
         with self._lock:
             return set(self._jobs)
+
+    def abandoned(self) -> set[str]:
+        """Ids of the jobs abandon() stopped holding."""
+        with self._lock:
+            return set(self._abandoned)
 
     def all(self) -> list[Job]:
         with self._lock:

@@ -5,7 +5,8 @@ jobs get `grace` seconds (none after a second signal); their successes are store
 they finish. What still runs then is released (READY, attempt refunded), its late
 outcome dropped by the fence, and its async coroutine cancelled so it cannot run on
 beside its next attempt. A worker in doubt (a claim that may have committed unread, a
-release that failed) gives back what it owns in the database and no longer holds.
+release that failed) gives back what it owns in the database and no longer holds, but
+not a stuck job whose call runs on (stuck.py): that one is recorded last of all.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def shut_down(parts: Parts, grace: float) -> None:
 
 def _give_back_unheld(claimer) -> None:
     """Claimer.release_unheld(), once; a failure is logged (the sweep recovers them later)."""
+    claimer.ahead.land(release=True)  # a claim sent ahead: what it took goes back, not held
     try:
         claimer.release_unheld()
     except Exception as exc:  # noqa: BLE001 - stopping all the same: the row goes, a sweep recovers them

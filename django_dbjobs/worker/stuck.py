@@ -76,7 +76,7 @@ def give_up(armed, worker: str, outage: Outage, held: HeldJobs, grace: float, de
     else:
         _log(armed, then)
         _record_safely(armed, worker, outage, min_delay=grace + timeouts.STUCK_AFTER + 30)
-    held.remove([armed.job])
+    held.abandon(armed.job)  # if still owned (recording failed, or deferred): never given back
 
 
 def record_deferred(deferred: list, worker: str, outage: Outage) -> None:

@@ -103,9 +103,10 @@ def test_at_shutdown_what_a_claim_sent_took_goes_back(wired):
     assert threads.take_unstarted() == [] and not claimer.held
 
 
-def test_a_claim_sent_is_held_before_jobs_not_held_are_given_back(wired):
-    """A job thread set in_doubt while the claim was out: release_unheld() must not give back
-    what the claim took (it would run a job this worker no longer owns)."""
+def test_an_in_doubt_worker_with_no_free_slot_holds_a_claim_sent_and_gives_back_the_rest(wired):
+    """A job thread set in_doubt while the claim was out: the next turn gives back what the
+    worker does not hold even with no free slot, but never what the claim took (it would run
+    a job this worker no longer owns)."""
     identity, claimer, threads, waiter = wired
     job = sent_on_notification(claimer, waiter)
     other = enqueue(jobs.add, 3, 4)
@@ -134,7 +135,8 @@ def test_whoever_gives_back_jobs_not_held_holds_a_claim_sent_first(wired):
 def test_a_claim_sent_on_a_connection_that_then_broke_runs_on_the_worker_s_own_at_once(wired, caplog):
     """The LISTEN connection is cut while the claim sent on it waits for a lock: not an outage.
     The claim runs on the worker's own connection at once (the one sent had not run: the lock
-    held it; a claim that committed and lost its answer goes back first: test_prefetch.py)."""
+    held it); what a claim that committed and lost its answer took goes back at the next
+    turn, once what the claim on the worker's own connection took is held."""
     from tests.test_wakeup import Listening
 
     identity, claimer, threads, waiter = wired
@@ -153,9 +155,11 @@ def test_a_claim_sent_on_a_connection_that_then_broke_runs_on_the_worker_s_own_a
         assert claimer.claim_free_slots() == 1
     assert "LISTEN connection lost" in caplog.text
     assert "Database error" not in caplog.text, "no outage, no pause"
-    assert not claimer.in_doubt and waiter.claims_on() is None
+    assert claimer.in_doubt and waiter.claims_on() is None, "what it may have committed: next turn"
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker, stored.attempts) == (JobStatus.RUNNING, identity.id, 1)
+    assert claimer.claim_free_slots() == 0 and not claimer.in_doubt
+    assert Job.objects.get(pk=job.pk).worker == identity.id, "held: not given back"
     assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
 
 
@@ -224,3 +228,16 @@ def test_a_claim_sent_for_more_slots_than_are_free_now_gives_the_rest_back(wired
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, 0)
     assert claimer.ahead.flight is None and not claimer.held
+
+
+def test_a_claim_sent_the_loop_did_not_read_is_held_only_as_far_as_slots_are_free(wired):
+    """The loop did not claim (no free slot now: a prefetch lapsed, a job was held meanwhile):
+    what the claim took beyond the free slots goes back at once, attempts refunded."""
+    identity, claimer, threads, waiter = wired
+    job = sent_on_notification(claimer, waiter)
+    busy = enqueue(jobs.add, 5, 6)
+    claimer.held.add([busy])  # the one slot is taken since the claim was sent
+    claimer.ahead.land()
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, 0)
+    assert claimer.held.ids() == {busy.pk} and threads.take_unstarted() == []

@@ -75,9 +75,9 @@ def test_notifications_that_arrive_while_a_claim_runs_on_the_connection_are_kept
 
 def test_a_claim_on_a_broken_listen_connection_goes_on_on_the_worker_s_own(waiter, caplog):
     """Only the LISTEN connection broke (a pooler's idle timeout, pg_terminate_backend): not an
-    outage. What the failed claim may have committed goes back, and the same claim runs on
-    the worker's own connection at once; the LISTEN connection is opened again later, with
-    its setting and its handler."""
+    outage. The same claim runs on the worker's own connection at once, and what the failed
+    claim may have committed goes back at the next turn, once that claim's jobs are held;
+    the LISTEN connection is opened again later, with its setting and its handler."""
     identity, claimer, threads, *_ = parts()
     claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
     first = enqueue(jobs.add, 1, 1)
@@ -87,8 +87,10 @@ def test_a_claim_on_a_broken_listen_connection_goes_on_on_the_worker_s_own(waite
         assert claimer.claim_free_slots() == 1
     assert "LISTEN connection lost" in caplog.text
     assert "Database error" not in caplog.text, "no outage, no pause"
-    assert not claimer.in_doubt and waiter.claims_on() is None
+    assert claimer.in_doubt and waiter.claims_on() is None
     assert Job.objects.get(pk=first.pk).worker == identity.id
+    assert claimer.claim_free_slots() == 0, "its one slot is taken"
+    assert not claimer.in_doubt and Job.objects.get(pk=first.pk).worker == identity.id, "held: kept"
     assert waiter.wait(5) is True  # opened again after its pause: a wake-up
     reopened = waiter.claims_on()
     assert reopened is not None and run(reopened, "SHOW enable_sort") == [("off",)]

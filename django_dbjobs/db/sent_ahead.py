@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 
+from django.db import InterfaceError
+
 from . import direct, libpq
 
 try:
@@ -76,8 +78,8 @@ class Sent:
         with ready.connection.wrap_database_errors:
             with raw.lock:
                 results = raw.wait(generators.fetch_many(raw.pgconn))
-            if not results:  # no answer at all: run it as usual
-                return None
+            if not results:  # no answer at all: it may have committed, so a failed claim
+                raise InterfaceError("No answer to a claim sent ahead.")
             ran, why = prepared.counted(raw, results[-1])
             if not ran:
                 if why:

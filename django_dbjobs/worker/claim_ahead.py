@@ -8,8 +8,8 @@ Claimer.claim()) after going through its turn, which ran meanwhile (db/sent_ahea
 Only where claims run on the LISTEN connection (db/listen.py) and the claim is plain:
 no rate-limited queue served here (their claims take turns with the others), no paused
 queue among this worker's, nothing in doubt. A claim sent is always read, and what it
-took held, before the loop waits again, before jobs not held are given back, and at
-shutdown (ClaimAhead.land()).
+took held (as far as slots are free), before the loop waits again and before jobs not
+held are given back; at shutdown, given back (ClaimAhead.land()).
 """
 
 from __future__ import annotations
@@ -106,21 +106,23 @@ class ClaimAhead:
 
     def read(self, flight: Flight) -> list[Job] | None:
         """The jobs `flight` took (taken); None if it did not run (claim as usual then). If the
-        LISTEN connection broke under it, what it may have committed goes back first, and
-        None: claims_on() is None now, so the claim runs on the worker's own connection."""
+        LISTEN connection broke under it, None, the claimer in doubt (what it may have
+        committed goes back at the next turn): claims_on() is None now, so the claim runs
+        on the worker's own connection."""
         claimer = self.claimer
         try:
             return claimed(Job, claimer.identity.using, flight.sent)
         except Exception as exc:
             if not claimer.claim_failed_on(flight.sent.connection, exc):
                 raise  # the statement's error: a failed claim
-        claimer.release_unheld()
+        claimer.in_doubt = True
         return None
 
     def land(self, release: bool = False) -> None:
         """Read a claim sent that no claim read (the loop did not claim: it is stopping, or has
-        no free slot now) and hold and queue what it took; with `release` (shutdown), give
-        that back instead. Never raises: a failure leaves the claimer in doubt."""
+        no free slot now) and hold and queue what it took, as far as slots are free (the
+        rest, last in claim order, goes back); with `release` (shutdown), give all of it
+        back. Never raises: a failure leaves the claimer in doubt."""
         flight = self.take()
         if flight is None:
             return
@@ -131,7 +133,8 @@ class ClaimAhead:
             claimer.in_doubt = True
             logger.warning("Could not read the wake-up claim id=%s: %s", claimer.identity.id, exc)
             return
-        if release:
-            claimer.release(jobs, quiet=True)
-        else:
-            claimer.hold(jobs, flight.epoch)
+        if not release:
+            free = claimer.free_slots()  # fewer than it was sent for: a prefetch lapsed since
+            claimer.hold(jobs[:free], flight.epoch)
+            jobs = jobs[free:]
+        claimer.release(jobs, quiet=True)

@@ -37,8 +37,9 @@ class Claimer:
     Claims only when threads are about to run out of work, so each claim fills many
     slots in one round trip. After a claim that failed (it may have committed all the
     same), a release that failed, or an outcome the database refused, `in_doubt` is
-    set (job threads may set it too): before its next claim the worker gives back
-    every job it owns in the database but does not hold (release_unheld()).
+    set (job threads may set it too): at its next turn, whether or not a slot is free,
+    the worker gives back every job it owns in the database but does not hold
+    (release_unheld()).
     """
 
     def __init__(
@@ -95,8 +96,8 @@ class Claimer:
     def claim_free_slots(self) -> int | None:
         """Claim due jobs for the free slots; return how many, None after an error (already paused)."""
         self.came_short = False
-        if self.in_doubt:  # read once: a job thread may set it at any time (the next turn sees it)
-            self.in_doubt = False  # cleared first, for that reason
+        if self.in_doubt:
+            self.in_doubt = False  # cleared first: a job thread may set it again meanwhile
             if self._guarded(self.release_unheld, "releasing jobs not held") is None:
                 self.in_doubt = True
                 return None
@@ -192,9 +193,11 @@ class Claimer:
             if not self.claim_failed_on(on, exc):
                 raise  # the statement's error, or the worker's own connection's: a failed claim
         # Only the LISTEN connection broke (a pooler's idle timeout, pg_terminate_backend): no
-        # outage. The claim may have committed all the same: what this worker owns but does
-        # not hold goes back first, then it claims on its own connection.
-        self.release_unheld()
+        # outage; the claim runs on the worker's own connection at once. It may have committed
+        # all the same: what this worker owns and does not hold goes back at its next turn,
+        # once what it claims now is held (not here: rate-limited jobs claimed first this
+        # turn are not held yet).
+        self.in_doubt = True
         return claim_on(None)
 
     def _guarded(self, action, what: str):

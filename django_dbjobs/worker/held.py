@@ -52,7 +52,9 @@ class HeldJobs:
         """Stop holding `job`, whose call runs on out of reach (stuck.py); never given back."""
         with self._lock:
             self._abandoned.add(job.pk)
-        self.remove([job])
+            self._jobs.pop(job.pk, None)
+            if self.alone == job.pk:
+                self.alone = None
 
     def ids(self) -> set[str]:
         with self._lock:

@@ -189,6 +189,37 @@ def server_answers():
         return False
 
 
+def stop_process(pid: int, timeout: float = 10) -> None:
+    """SIGSTOP `pid` and return once every thread of it has stopped.
+
+    kill() returns before the stop takes hold: on a loaded machine a thread of the target
+    ran on for tens of milliseconds after it (2 in 100 tries on this 2-core machine), long
+    enough to see a file the test wrote next and run the jobs the freeze was to hold back.
+    """
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while not _all_threads_stopped(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {pid} did not stop within {timeout}s of SIGSTOP")
+        time.sleep(0.001)
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return True  # gone: nothing of it runs
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/stat") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # that thread has ended
+        if state not in ("T", "t"):
+            return False
+    return True
+
+
 def freeze(worker: WorkerProcess, attempts: int = 50) -> None:
     """SIGSTOP `worker`, at a moment it holds no SQLite write lock.
 
@@ -202,6 +233,7 @@ def freeze(worker: WorkerProcess, attempts: int = 50) -> None:
 
     for _ in range(attempts):
         worker.signal(signal.SIGSTOP)
+        stop_process(worker.process.pid)  # stopped now, every thread of it (see stop_process)
         if connection.vendor != "sqlite":
             return
         probe = sqlite3.connect(str(connection.settings_dict["NAME"]), timeout=0.05, isolation_level=None)

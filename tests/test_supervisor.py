@@ -10,7 +10,7 @@ from django_dbjobs import enqueue
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from django_dbjobs.worker.stop_signals import forwarded
 from tests import jobs
-from tests.conftest import wait_for
+from tests.conftest import stop_process, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -136,7 +136,7 @@ def test_a_group_signal_counts_once(run_jobs, record_file):
     # The worst case, made certain: both signals pending in a child at once. Two ordinary
     # SIGTERMs pending together merge into one, with the first sender's pid.
     for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
+        stop_process(pid)
     for pid in pids:  # the group's signal reaches the children directly ...
         os.kill(pid, signal.SIGTERM)
     supervisor.process.send_signal(signal.SIGTERM)  # ... and the supervisor, which forwards it

@@ -110,10 +110,12 @@ def test_an_in_doubt_worker_with_no_free_slot_holds_a_claim_sent_and_gives_back_
     identity, claimer, threads, waiter = wired
     job = sent_on_notification(claimer, waiter)
     other = enqueue(jobs.add, 3, 4)
-    claimer.in_doubt = True
+    Job.objects.filter(pk=other.pk).update(status=JobStatus.RUNNING, worker=identity.id, attempts=1)
+    claimer.in_doubt = True  # `other`: a claim that committed while its answer was lost
     assert claimer.claim_free_slots() == 0, "the one slot is taken by the job held first"
-    assert Job.objects.get(pk=other.pk).status == JobStatus.READY
-    assert not claimer.in_doubt, "jobs not held were given back: none"
+    stored = Job.objects.get(pk=other.pk)
+    assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, 0), "given back"
+    assert not claimer.in_doubt
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker) == (JobStatus.RUNNING, identity.id)
     assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
@@ -135,8 +137,8 @@ def test_whoever_gives_back_jobs_not_held_holds_a_claim_sent_first(wired):
 def test_a_claim_sent_on_a_connection_that_then_broke_runs_on_the_worker_s_own_at_once(wired, caplog):
     """The LISTEN connection is cut while the claim sent on it waits for a lock: not an outage.
     The claim runs on the worker's own connection at once (the one sent had not run: the lock
-    held it); what a claim that committed and lost its answer took goes back at the next
-    turn, once what the claim on the worker's own connection took is held."""
+    held it); what a claim that committed and lost its answer took goes back once what the
+    claim on the worker's own connection took is held (see the next test)."""
     from tests.test_wakeup import Listening
 
     identity, claimer, threads, waiter = wired
@@ -155,11 +157,9 @@ def test_a_claim_sent_on_a_connection_that_then_broke_runs_on_the_worker_s_own_a
         assert claimer.claim_free_slots() == 1
     assert "LISTEN connection lost" in caplog.text
     assert "Database error" not in caplog.text, "no outage, no pause"
-    assert claimer.in_doubt and waiter.claims_on() is None, "what it may have committed: next turn"
+    assert not claimer.in_doubt and waiter.claims_on() is None, "jobs not held given back: none"
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker, stored.attempts) == (JobStatus.RUNNING, identity.id, 1)
-    assert claimer.claim_free_slots() == 0 and not claimer.in_doubt
-    assert Job.objects.get(pk=job.pk).worker == identity.id, "held: not given back"
     assert [taken.pk for taken in threads.take_unstarted()] == [job.pk]
 
 
@@ -241,3 +241,20 @@ def test_a_claim_sent_the_loop_did_not_read_is_held_only_as_far_as_slots_are_fre
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, 0)
     assert claimer.held.ids() == {busy.pk} and threads.take_unstarted() == []
+
+
+def test_a_claim_sent_that_got_no_answer_gives_up_its_connection_not_the_worker_s(wired, caplog, monkeypatch):
+    """No answer at all to a claim sent ahead: it may have committed. Not an outage (the
+    worker's own connection is sound): the LISTEN connection is given up, the claim runs on
+    the worker's own, and what the one sent took goes back at once."""
+    identity, claimer, threads, waiter = wired
+    job = sent_on_notification(claimer, waiter)
+    raw = claimer.ahead.flight.sent.ready.raw
+    monkeypatch.setattr(raw, "wait", lambda generator: [])
+    with caplog.at_level("WARNING", logger="django_dbjobs"):
+        assert claimer.claim_free_slots() == 0, "the claim sent took it: the one on its own finds none"
+    assert "LISTEN connection lost" in caplog.text and "Database error" not in caplog.text
+    assert waiter.claims_on() is None and not claimer.in_doubt
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, 0), "given back"
+    assert claimer.claim_free_slots() == 1 and claimer.held.ids() == {job.pk}

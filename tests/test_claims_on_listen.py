@@ -76,7 +76,7 @@ def test_notifications_that_arrive_while_a_claim_runs_on_the_connection_are_kept
 def test_a_claim_on_a_broken_listen_connection_goes_on_on_the_worker_s_own(waiter, caplog):
     """Only the LISTEN connection broke (a pooler's idle timeout, pg_terminate_backend): not an
     outage. The same claim runs on the worker's own connection at once, and what the failed
-    claim may have committed goes back at the next turn, once that claim's jobs are held;
+    claim may have committed goes back once that claim's jobs are held;
     the LISTEN connection is opened again later, with its setting and its handler."""
     identity, claimer, threads, *_ = parts()
     claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
@@ -87,10 +87,8 @@ def test_a_claim_on_a_broken_listen_connection_goes_on_on_the_worker_s_own(waite
         assert claimer.claim_free_slots() == 1
     assert "LISTEN connection lost" in caplog.text
     assert "Database error" not in caplog.text, "no outage, no pause"
-    assert claimer.in_doubt and waiter.claims_on() is None
+    assert not claimer.in_doubt and waiter.claims_on() is None, "jobs not held given back: none"
     assert Job.objects.get(pk=first.pk).worker == identity.id
-    assert claimer.claim_free_slots() == 0, "its one slot is taken"
-    assert not claimer.in_doubt and Job.objects.get(pk=first.pk).worker == identity.id, "held: kept"
     assert waiter.wait(5) is True  # opened again after its pause: a wake-up
     reopened = waiter.claims_on()
     assert reopened is not None and run(reopened, "SHOW enable_sort") == [("off",)]
@@ -126,6 +124,27 @@ def test_a_failed_claim_on_a_sound_listen_connection_is_any_failed_claim(waiter,
         locker.close()
         run(listen, "RESET lock_timeout")
     assert claimer.claim_free_slots() == 1
+
+
+def test_a_broken_listen_connection_gives_back_no_rate_limited_job_claimed_before_it(waiter, settings):
+    """Every other turn rate-limited jobs are claimed first, and held once the turn's other
+    claim is done: that claim breaking its LISTEN connection must not give them back (they
+    would run here and again on another worker)."""
+    from tests.test_worker_parts import assembled
+
+    settings.DBJOBS_QUEUE_LIMITS = {"rated": {"rate": "7/m"}}
+    built = assembled(concurrency=2)
+    claimer = built.claimer
+    claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
+    rated = enqueue(jobs.rated_start, 1)
+    plain = enqueue(jobs.add, 1, 1)
+    pid = waiter.claims_on().connection.pgconn.backend_pid
+    run(connection, "SELECT pg_terminate_backend(%s)", [pid])
+    assert claimer.claim_free_slots() == 2
+    assert claimer.held.ids() == {rated.pk, plain.pk} and not claimer.in_doubt
+    for job in (rated, plain):
+        stored = Job.objects.get(pk=job.pk)
+        assert (stored.status, stored.worker) == (JobStatus.RUNNING, built.identity.id), job.name
 
 
 def test_a_listen_connection_left_with_a_statement_unread_is_closed(waiter, caplog):

@@ -19,9 +19,9 @@ from tests.conftest import restart_database, wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def idle_worker(run_jobs):
+def idle_worker(run_jobs, env: dict | None = None):
     """A worker that would poll only every 60 s: anything faster is a wake-up."""
-    worker = run_jobs("--poll-interval", "60")
+    worker = run_jobs("--poll-interval", "60", env=env)
     assert wait_for(lambda: WorkerProcess.objects.exists())
     time.sleep(0.5)  # past its first claim, LISTEN in place
     return worker
@@ -271,9 +271,12 @@ def test_a_worker_whose_job_just_ended_still_looks_for_other_processes_jobs(run_
     """The job's end wakes the loop (a free thread), whose claim then finds nothing: the next
     wait must be the idle one, which probes (MariaDB) or reads data_version (SQLite). A
     wait that does not (the pause after a short claim, 50 ms) made each job enqueued just
-    after another ended wait for it: 26 ms at p50 on MariaDB instead of 11. (On PostgreSQL
-    a NOTIFY ends that pause too: there it checks only that the wake-up stays quick.)"""
-    worker = idle_worker(run_jobs)  # a claim of one job comes back short (free slots: its prefetch)
+    after another ended wait for it: 26 ms at p50 on MariaDB instead of 11. Here that pause
+    lasts a second, so a wait that does not look stands out from a loaded machine's slow
+    wake-ups (46 ms at p50 once, in a 6-session run). (On PostgreSQL a NOTIFY ends that
+    pause too: there it checks only that the wake-up stays quick.)"""
+    # A claim of one job comes back short (free slots: its prefetch): the pause follows.
+    worker = idle_worker(run_jobs, env={"DBJOBS_TEST_DRAINED_RECHECK": "1"})
     latencies = []
     for n in range(8):
         committed = time.monotonic()
@@ -282,6 +285,6 @@ def test_a_worker_whose_job_just_ended_still_looks_for_other_processes_jobs(run_
         latencies.append(time.monotonic() - committed)
         time.sleep(0.005)  # the job has ended (it only writes a line): its thread is free
     latencies.sort()
-    assert latencies[len(latencies) // 2] < 0.035, f"waited without looking: {latencies}"
+    assert latencies[len(latencies) // 2] < 0.3, f"waited without looking: {latencies}"
     worker.signal()
     assert worker.wait() == 0

@@ -77,13 +77,13 @@ def test_a_lease_drops_the_unstarted_jobs_a_sweep_took_back():
     assert [job.pk for job in threads.take_unstarted()] == [kept.pk]
 
 
-def assembled():
-    """A worker's parts with a worker row, as the Worker builds them (concurrency 1, no prefetch)."""
+def assembled(concurrency: int = 1):
+    """A worker's parts with a worker row, as the Worker builds them (no prefetch)."""
     identity = Identity(new_worker_id(), "default", ())
-    WorkerProcess.objects.create(id=identity.id, hostname="test", pid=1, queues=[], concurrency=1)
+    WorkerProcess.objects.create(id=identity.id, hostname="test", pid=1, queues=[], concurrency=concurrency)
     return assemble(
         identity,
-        concurrency=1,
+        concurrency=concurrency,
         max_jobs=None,
         prefetch=Prefetch(0, 1),
         poll_interval=0.1,

@@ -139,15 +139,24 @@ class Listen:
 
     def failed(self, connection, exc: Exception) -> bool:
         """A claim on `connection` (this LISTEN connection) raised `exc`: if the connection
-        broke, or is left with a statement whose results nobody will read (an error while
-        sending or reading one sent ahead), close it (connect() opens another after a pause)
-        and return True; else False (the error is the statement's, or not this connection's)."""
+        broke, is left with a statement whose results nobody will read (an error while
+        sending or reading one sent ahead), or gave no answer to one, close it (connect()
+        opens another after a pause) and return True; else False (the error is the
+        statement's, or not this connection's)."""
         from psycopg import pq
 
+        from .sent_ahead import NoAnswer
+
         raw = connection.connection
-        if raw is not None and not raw.closed and raw.pgconn.status == pq.ConnStatus.OK:
-            if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE:  # in autocommit
-                return False
+        sound = (
+            not isinstance(exc, NoAnswer)
+            and raw is not None
+            and not raw.closed
+            and raw.pgconn.status == pq.ConnStatus.OK
+            and raw.pgconn.transaction_status == pq.TransactionStatus.IDLE  # in autocommit
+        )
+        if sound:
+            return False
         self.lost(connection, exc)
         return True
 

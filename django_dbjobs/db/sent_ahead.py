@@ -32,6 +32,10 @@ except ImportError:  # no psycopg 3: ready() says so
 logger = logging.getLogger("django_dbjobs")
 
 
+class NoAnswer(InterfaceError):
+    """A statement sent ahead got no answer: its connection cannot be trusted any more."""
+
+
 class Ready:
     """A prepared statement with its values, checked and encoded, to send on `connection`."""
 
@@ -78,8 +82,8 @@ class Sent:
         with ready.connection.wrap_database_errors:
             with raw.lock:
                 results = raw.wait(generators.fetch_many(raw.pgconn))
-            if not results:  # no answer at all: it may have committed, so a failed claim
-                raise InterfaceError("No answer to a claim sent ahead.")
+            if not results:  # it may have committed: the connection is given up (listen.py)
+                raise NoAnswer("No answer to a claim sent ahead.")
             ran, why = prepared.counted(raw, results[-1])
             if not ran:
                 if why:

@@ -106,9 +106,9 @@ class ClaimAhead:
 
     def read(self, flight: Flight) -> list[Job] | None:
         """The jobs `flight` took (taken); None if it did not run (claim as usual then). If the
-        LISTEN connection broke under it, None, the claimer in doubt (what it may have
-        committed goes back at the next turn): claims_on() is None now, so the claim runs
-        on the worker's own connection."""
+        LISTEN connection broke under it (or gave no answer), None, the claimer in doubt (what
+        it may have committed goes back once this turn's claim is held): claims_on() is None
+        now, so the claim runs on the worker's own connection."""
         claimer = self.claimer
         try:
             return claimed(Job, claimer.identity.using, flight.sent)

@@ -96,13 +96,11 @@ class Claimer:
     def claim_free_slots(self) -> int | None:
         """Claim due jobs for the free slots; return how many, None after an error (already paused)."""
         self.came_short = False
-        if self.in_doubt:
-            self.in_doubt = False  # cleared first: a job thread may set it again meanwhile
-            if self._guarded(self.release_unheld, "releasing jobs not held") is None:
-                self.in_doubt = True
-                return None
+        if self.in_doubt and not self._give_back_unheld():
+            return None
         free = self.free_slots()  # after release_unheld(): what a claim sent ahead took is held
         if free <= 0:
+            self.ahead.land()  # a claim sent for slots no longer free: given back, not left over a wait
             return 0
         if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
             return 0  # see PAUSED_CLAIM_GAP
@@ -113,7 +111,18 @@ class Claimer:
             return None
         if not jobs:
             self._came_empty_at = time.monotonic()
-        return len(self.hold(jobs, epoch))
+        held = self.hold(jobs, epoch)
+        if self.in_doubt:  # a claim of this turn broke its LISTEN connection: what it claimed is held now
+            self._give_back_unheld()
+        return len(held)
+
+    def _give_back_unheld(self) -> bool:
+        """release_unheld() through the outage policy; False (still in doubt) if it failed."""
+        self.in_doubt = False  # cleared first: a job thread may set it again meanwhile
+        if self._guarded(self.release_unheld, "releasing jobs not held") is None:
+            self.in_doubt = True
+            return False
+        return True
 
     def hold(self, jobs: list[Job], epoch: int) -> list[Job]:
         """Hold claimed `jobs` and queue them for the threads; return those queued."""
@@ -194,9 +203,9 @@ class Claimer:
                 raise  # the statement's error, or the worker's own connection's: a failed claim
         # Only the LISTEN connection broke (a pooler's idle timeout, pg_terminate_backend): no
         # outage; the claim runs on the worker's own connection at once. It may have committed
-        # all the same: what this worker owns and does not hold goes back at its next turn,
-        # once what it claims now is held (not here: rate-limited jobs claimed first this
-        # turn are not held yet).
+        # all the same: what this worker owns and does not hold goes back once what it claims
+        # this turn is held (claim_free_slots(); not here: rate-limited jobs claimed first
+        # this turn are not held yet).
         self.in_doubt = True
         return claim_on(None)
 

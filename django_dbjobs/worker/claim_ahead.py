@@ -104,19 +104,25 @@ class ClaimAhead:
         flight, self.flight = self.flight, None
         return flight
 
-    def read(self, flight: Flight) -> list[Job] | None:
-        """The jobs `flight` took (taken); None if it did not run (claim as usual then). If the
-        LISTEN connection broke under it (or gave no answer), None, the claimer in doubt (what
-        it may have committed goes back once this turn's claim is held): claims_on() is None
-        now, so the claim runs on the worker's own connection."""
+    def read(self, flight: Flight, limit: int) -> list[Job] | None:
+        """The jobs `flight` took (taken), at most `limit` of them: fewer slots may be free now
+        than when it was sent (a prefetch lapsed), and the rest, last in claim order, go back.
+        None if it did not run (claim as usual then). If the LISTEN connection broke under it
+        (or gave no answer), None, the claimer in doubt (what it may have committed goes back
+        once this turn's claim is held): claims_on() is None now, so the claim runs on the
+        worker's own connection."""
         claimer = self.claimer
         try:
-            return claimed(Job, claimer.identity.using, flight.sent)
+            jobs = claimed(Job, claimer.identity.using, flight.sent)
         except Exception as exc:
             if not claimer.claim_failed_on(flight.sent.connection, exc):
                 raise  # the statement's error: a failed claim
-        claimer.in_doubt = True
-        return None
+            claimer.in_doubt = True
+            return None
+        if jobs is not None and len(jobs) > limit:
+            claimer.release(jobs[limit:], quiet=True)
+            jobs = jobs[:limit]
+        return jobs
 
     def land(self, release: bool = False) -> None:
         """Read a claim sent that no claim read (the loop did not claim: it is stopping, or has
@@ -128,13 +134,10 @@ class ClaimAhead:
             return
         claimer = self.claimer
         try:
-            jobs = self.read(flight) or []
+            jobs = self.read(flight, 0 if release else claimer.free_slots())
         except Exception as exc:  # noqa: BLE001 - it may have committed: see Claimer.release_unheld()
             claimer.in_doubt = True
             logger.warning("Could not read the wake-up claim id=%s: %s", claimer.identity.id, exc)
             return
-        if not release:
-            free = claimer.free_slots()  # fewer than it was sent for: a prefetch lapsed since
-            claimer.hold(jobs[:free], flight.epoch)
-            jobs = jobs[free:]
-        claimer.release(jobs, quiet=True)
+        if jobs:
+            claimer.hold(jobs, flight.epoch)

@@ -37,9 +37,8 @@ class Claimer:
     Claims only when threads are about to run out of work, so each claim fills many
     slots in one round trip. After a claim that failed (it may have committed all the
     same), a release that failed, or an outcome the database refused, `in_doubt` is
-    set (job threads may set it too): at its next turn, whether or not a slot is free,
-    the worker gives back every job it owns in the database but does not hold
-    (release_unheld()).
+    set (job threads may set it too): at its next turn, free slot or not, the worker
+    gives back every job it owns in the database but does not hold (release_unheld()).
     """
 
     def __init__(
@@ -175,11 +174,8 @@ class Claimer:
     def claim(self, limit: int) -> list[Job]:
         flight = self.ahead.take()
         if flight is not None:  # PostgreSQL: sent when the notification was read (claim_ahead.py)
-            jobs = self.ahead.read(flight)
+            jobs = self.ahead.read(flight, limit)
             if jobs is not None:
-                if len(jobs) > limit:  # fewer slots free now than when it was sent: the rest go back
-                    self.release(jobs[limit:], quiet=True)
-                    jobs = jobs[:limit]
                 return jobs
         worker = self.identity
         waiting = self.held.alone is None  # one job that must run alone at a time
@@ -202,10 +198,8 @@ class Claimer:
             if not self.claim_failed_on(on, exc):
                 raise  # the statement's error, or the worker's own connection's: a failed claim
         # Only the LISTEN connection broke (a pooler's idle timeout, pg_terminate_backend): no
-        # outage; the claim runs on the worker's own connection at once. It may have committed
-        # all the same: what this worker owns and does not hold goes back once what it claims
-        # this turn is held (claim_free_slots(); not here: rate-limited jobs claimed first
-        # this turn are not held yet).
+        # outage. It may have committed all the same: jobs not held go back once all this turn
+        # claimed is held (claim_free_slots(): rate-limited jobs claimed first are not yet).
         self.in_doubt = True
         return claim_on(None)
 
@@ -227,10 +221,9 @@ class Claimer:
         COMMIT): those rows are RUNNING under a live, heartbeating worker, so no sweep
         would ever recover them. Only the main thread claims, and a job moves from the
         held jobs to the pending successes, so reading them in that order misses none.
-        A claim sent ahead is read, and what it took held, first; a stuck job's call
-        runs on (HeldJobs.abandon()): it stays this worker's until the process exits.
+        A claim sent ahead is landed (held) first; a stuck job (HeldJobs.abandon()) stays.
         """
-        self.ahead.land()  # first: what a claim sent ahead took is held, not given back
+        self.ahead.land()
         worker = self.identity
         held = self.held.ids() | self.acks.pending_ids() | self.held.abandoned()
         released = Job.objects.using(worker.using).release_unheld(worker.id, held)

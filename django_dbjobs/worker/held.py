@@ -44,17 +44,18 @@ class HeldJobs:
     def remove(self, jobs: list[Job]) -> None:
         with self._lock:
             for job in jobs:
-                self._jobs.pop(job.pk, None)
-                if self.alone == job.pk:
-                    self.alone = None
+                self._drop(job.pk)
 
     def abandon(self, job: Job) -> None:
         """Stop holding `job`, whose call runs on out of reach (stuck.py); never given back."""
         with self._lock:
             self._abandoned.add(job.pk)
-            self._jobs.pop(job.pk, None)
-            if self.alone == job.pk:
-                self.alone = None
+            self._drop(job.pk)
+
+    def _drop(self, pk: str) -> None:  # under the lock
+        self._jobs.pop(pk, None)
+        if self.alone == pk:
+            self.alone = None
 
     def ids(self) -> set[str]:
         with self._lock:

@@ -139,3 +139,11 @@ if os.environ.get("DBJOBS_TEST_QUEUE_LIMITS"):
     import json
 
     DBJOBS_QUEUE_LIMITS = json.loads(os.environ["DBJOBS_TEST_QUEUE_LIMITS"])
+
+# Every test process (run_jobs subprocesses included) prints all its threads' stacks on
+# SIGUSR2: a test that finds jobs stuck under a live worker asks it where it is
+# (tests/test_workflow_workers.py stuck()).
+import faulthandler as _faulthandler  # noqa: E402
+import signal as _signal  # noqa: E402
+
+_faulthandler.register(_signal.SIGUSR2, all_threads=True)

@@ -27,6 +27,9 @@ def stuck(opened: Batch, worker) -> str:
         )
     )
     running = list(jobs_of_batch.filter(status=JobStatus.RUNNING).values_list("worker", flat=True)[:5])
+    for pid in live_workers():  # each prints its threads' stacks into the output (tests/settings.py)
+        os.kill(pid, signal.SIGUSR2)
+    time.sleep(1)
     return (
         f"batch total={opened.total} succeeded={opened.succeeded} failed={opened.failed} "
         f"finished_at={opened.finished_at}; jobs by (status, blocked)={dict(states)}; "

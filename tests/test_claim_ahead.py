@@ -26,16 +26,14 @@ pytestmark = [
 
 
 @pytest.fixture
-def wired(waiter, monkeypatch):
+def wired(waiter):
     """A claimer wired to a listening waiter as Worker.run() wires them; its claim statement
-    already prepared on the LISTEN connection (by a first claim, which found nothing). The
-    paused queues it read stay fresh for the test (a slow machine would not send)."""
-    from django_dbjobs.worker import paused_queues
-
-    monkeypatch.setattr(paused_queues, "PAUSE_CHECK_INTERVAL", 600)
+    already prepared on the LISTEN connection (by a first claim, which found nothing), the
+    paused queues read in the LISTEN session (trusted while it lasts: paused_queues.py)."""
     identity, claimer, threads, *_ = parts()
     claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
     waiter.on_jobs = claimer.ahead.send
+    claimer.paused.listen_session, waiter.on_queues = waiter.listen_session, claimer.paused.changed
     assert claimer.claim_free_slots() == 0
     return identity, claimer, threads, waiter
 
@@ -198,9 +196,9 @@ def test_no_claim_is_made_ready_for_a_worker_with_paused_or_rate_limited_queues_
     assert claimer.ahead._ready is None, "paused: the claim gap and the walk past a paused backlog apply"
 
 
-def test_a_claim_made_ready_for_other_free_slots_is_not_sent(wired):
-    """The free slots changed during the wait (a prefetch lapsed, a thread freed, here
-    --max-jobs reached): the claim made ready would take the wrong number; the loop claims."""
+def test_a_claim_made_ready_for_more_slots_than_are_free_now_is_not_sent(wired):
+    """Fewer slots are free than when it was made ready (here --max-jobs reached during the
+    wait): it would take too many; the loop claims."""
     _identity, claimer, _threads, waiter = wired
     claimer.ahead.arm()
     claimer.max_jobs = claimer.claimed  # no slot left
@@ -211,14 +209,97 @@ def test_a_claim_made_ready_for_other_free_slots_is_not_sent(wired):
     assert Job.objects.get(pk=job.pk).status == JobStatus.READY
 
 
-def test_paused_queues_read_more_than_a_second_ago_are_read_again_before_sending(wired):
+def test_a_prefetch_that_lapses_during_the_wait_leaves_the_claim_ready_for_the_free_threads(wired):
+    """The claim made ready asks for the free threads only: a prefetch lapses a tenth of a
+    second after the last job (prefetch.py), and a claim for slots no longer free could not
+    be sent, leaving the first wake-up after an idle moment to the slow path."""
+    from django.db import transaction
+
+    from django_dbjobs.worker.prefetch import Prefetch
+
+    _identity, claimer, threads, waiter = wired
+    claimer.prefetch = Prefetch(100, 1)
+    claimer.prefetch.job_finished(0.001)  # a fast job just ended: a prefetch of 100
+    assert claimer.free_slots() == 101
+    claimer.ahead.arm()
+    claimer.prefetch._last -= 1  # lapsed during the wait
+    assert claimer.free_slots() == 1
+    with transaction.atomic():
+        for n in range(3):
+            enqueue(jobs.add, n, n)
+    assert waiter.wait(10) is True
+    assert claimer.ahead.flight is not None and claimer.ahead.flight.limit == 1
+    assert claimer.claim_free_slots() == 1
+    assert not claimer.came_short, "as many as it asked for: more may wait"
+
+
+def test_a_full_claim_sent_for_the_threads_is_not_short_of_a_live_prefetch(wired):
+    from django.db import transaction
+
+    from django_dbjobs.worker.prefetch import Prefetch
+
+    _identity, claimer, threads, waiter = wired
+    claimer.prefetch = Prefetch(100, 1)
+    claimer.prefetch.job_finished(0.001)
+    claimer.ahead.arm()
+    with transaction.atomic():
+        for n in range(3):
+            enqueue(jobs.add, n, n)
+    assert waiter.wait(10) is True
+    assert claimer.ahead.flight.limit == 1, "the free thread, not the prefetch"
+    assert claimer.claim_free_slots() == 1
+    assert not claimer.came_short, "the loop claims again at once, the prefetch with it"
+    assert len(threads.take_unstarted()) == 1  # a thread took it: the threads' queue is empty
+    assert claimer.claim_free_slots() == 2
+    assert claimer.came_short
+
+
+def test_paused_queues_read_in_the_listen_session_are_trusted_however_long_ago(wired):
+    """No queue paused or resumed was notified since: the first wake-up after an idle hour
+    sends its claim at once, without reading them again."""
+    _identity, claimer, _threads, waiter = wired
+    claimer.paused._read_at -= 3600
+    with connection.execute_wrapper(lambda *args: pytest.fail("the paused queues were read again")):
+        claimer.ahead.arm()
+    enqueue(jobs.add, 1, 2)
+    assert waiter.wait(10) is True
+    assert claimer.ahead.flight is not None
+    assert claimer.claim_free_slots() == 1
+
+
+def test_paused_queues_read_more_than_a_second_ago_outside_the_listen_session_are_read_again(wired):
     _identity, claimer, _threads, waiter = wired
     claimer.ahead.arm()
-    claimer.paused._read_at -= 3600  # a long wait: a pause may have come meanwhile
+    claimer.paused._read_at -= 3600  # a long wait, and the list was read in an earlier
+    claimer.paused._read_in -= 1  # LISTEN session: a pause may have gone unheard
     enqueue(jobs.add, 1, 2)
     assert waiter.wait(10) is True
     assert claimer.ahead.flight is None, "the loop's claim reads them again"
     assert claimer.claim_free_slots() == 1
+
+
+def test_a_queue_paused_as_its_jobs_arrive_is_read_again_before_any_claim(wired):
+    """The pause and the job come in one read (here one commit): the notification of the
+    pause is heard first, and the claim made ready with the old list is not sent."""
+    from django.db import transaction
+
+    from django_dbjobs.models import Queue
+
+    _identity, claimer, _threads, waiter = wired
+    claimer.ahead.arm()
+    with transaction.atomic():
+        job = enqueue(jobs.add, 1, 2)
+        Queue.objects.pause(["default"])
+    assert waiter.wait(10) is True
+    claimer.ahead.disarm()
+    assert claimer.ahead.flight is None
+    assert claimer.claim_free_slots() == 0
+    assert claimer.paused.names == {"default"}
+    assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+    Queue.objects.resume(["default"])
+    assert waiter.wait(10) is True, "a resume wakes the worker"
+    time.sleep(0.3)  # past the gap between empty claims while a queue it serves is paused
+    assert claimer.claim_free_slots() == 1, "and its claim reads the queues again"
 
 
 def test_a_claim_sent_for_more_slots_than_are_free_now_gives_the_rest_back(wired):

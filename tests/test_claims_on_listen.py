@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from django_dbjobs import db, enqueue, enqueue_many
-from django_dbjobs.db.listen import SCHEDULES_PAYLOAD
+from django_dbjobs.db.listen import QUEUES_PAYLOAD, SCHEDULES_PAYLOAD
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.models.claim_shape import claim
 from django_dbjobs.worker.idle_wait import IdleWaiter
@@ -65,10 +65,11 @@ def test_the_listen_connection_plans_claims_in_index_order_whatever_the_costs(wa
 def test_notifications_that_arrive_while_a_claim_runs_on_the_connection_are_kept(waiter):
     notify()
     notify(SCHEDULES_PAYLOAD)
+    notify(QUEUES_PAYLOAD)
     time.sleep(0.3)  # in the socket, unread: the claim's answer comes after them
     assert claim_on(waiter.claims_on(), 5) == []
-    assert waiter.listen.read() == (1, 1), "taken by psycopg during the claim, and lost"
-    assert waiter.listen.read() == (0, 0)
+    assert waiter.listen.read() == (1, 1, 1), "taken by psycopg during the claim, and lost"
+    assert waiter.listen.read() == (0, 0, 0)
     notify()
     assert waiter.wait(10) is True  # read as before once nothing else reads the connection
 

@@ -102,6 +102,7 @@ def test_a_database_the_old_migrations_made_needs_only_later_ones_and_runs_jobs(
         f"{APP}.0002_flow_control",
         f"{APP}.0003_flow_control_indexes",
         f"{APP}.0004_workflows",
+        f"{APP}.0006_queue_notify",
     ]
     call_command("migrate", APP, skip_checks=False, verbosity=0)  # its checks pass
     assert db.pending_migrations() == []
@@ -125,6 +126,33 @@ def test_a_database_with_only_some_old_migrations_is_refused_with_what_to_do(old
     assert schema() == before
     # run_jobs stops with "Run `python manage.py migrate`", which then says the above.
     assert db.pending_migrations() == [f"{APP}.{name}" for name in missing]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="NOTIFY triggers exist on PostgreSQL only")
+@pytest.mark.django_db(transaction=True)
+def test_a_queue_paused_or_resumed_notifies_workers_and_the_trigger_goes_with_its_migration():
+    """0006: any statement on the queue table NOTIFYs 'queues' (worker/paused_queues.py)."""
+    from django_dbjobs.models import Queue
+    from tests.test_wakeup import Listening
+
+    listener = Listening()
+    try:
+        Queue.objects.pause(["emails"])
+        Queue.objects.resume(["emails"])
+        Queue.objects.all().delete()
+        heard = listener.payloads(1.0)
+    finally:
+        listener.close()
+    assert heard == ["queues"] * 4, "the insert and update of pause(), resume(), delete()"
+    trigger = "dbjobs_queue_changed"
+    assert trigger in dict(schema()["triggers"])
+    try:
+        migrate_app("0005_workflows_index")
+        assert trigger not in dict(schema()["triggers"])
+        assert "dbjobs_queues_changed" not in dict(schema()["functions"])
+    finally:
+        migrate_app(latest())
+    assert trigger in dict(schema()["triggers"])
 
 
 def test_a_project_migration_that_depends_on_an_old_migration_follows_the_initial_one():

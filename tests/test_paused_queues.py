@@ -1,12 +1,14 @@
-"""Paused queues: every worker's claim skips them within a second or two; the jobs wait."""
+"""Paused queues: every worker's claim skips them within a second or two; the jobs wait.
+On PostgreSQL an idle worker hears a pause or a resume at once (a NOTIFY)."""
 
 import signal
 import time
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from django_dbjobs import enqueue
+from django_dbjobs import db, enqueue
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus, Queue
 from django_dbjobs.worker.paused_queues import PAUSE_CHECK_INTERVAL, PausedQueues
@@ -59,6 +61,57 @@ def test_the_worker_view_of_paused_queues_is_read_again_after_a_second(caplog, m
     with caplog.at_level("INFO", logger="django_dbjobs"):
         assert paused.current() == frozenset({"emails"})
     assert "Queue paused, not claiming from it queue=emails" in caplog.text
+
+
+def test_a_list_read_in_a_listen_session_is_trusted_while_it_lasts_and_hears_no_change(monkeypatch):
+    """PostgreSQL's idle wake-up claim (claim_ahead.py) asks current(notified=True): the list
+    read in the LISTEN session still open, with no notification of a change since."""
+    clock, session = [1000.0], [1]
+    monkeypatch.setattr("django_dbjobs.worker.paused_queues.time.monotonic", lambda: clock[0])
+    paused = PausedQueues("w1", "default")
+    paused.listen_session = lambda: session[0]
+    assert not paused.trusted(), "never read"
+    assert paused.current(notified=True) == frozenset()
+    Queue.objects.pause(["emails"])  # not heard here: nobody calls changed()
+    clock[0] += 3600
+    assert paused.trusted()
+    with CaptureQueriesContext(connection) as queries:
+        assert paused.current(notified=True) == frozenset()
+    assert queries.captured_queries == []
+    assert paused.current() == frozenset({"emails"}), "the loop's claims read them every second still"
+    paused.changed()  # a notification: a queue was paused or resumed
+    assert not paused.trusted()
+    assert paused.current(notified=True) == frozenset({"emails"}), "read again"
+    clock[0] += 3600
+    session[0] = 2  # another LISTEN session: what was sent before it began went unheard
+    assert not paused.trusted()
+    assert paused.current(notified=True) == frozenset({"emails"})
+    assert paused.trusted()
+    session[0] = None  # the LISTEN connection is lost
+    clock[0] += 3600
+    assert not paused.trusted()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not db.supports_listen(), reason="NOTIFY exists on PostgreSQL only")
+def test_an_idle_worker_hears_a_pause_and_a_resume_at_once(run_jobs, record_file):
+    """Its wake-up claim trusts the paused queues it read while no pause is heard: a queue
+    paused in the very commit that enqueues its job keeps the job waiting; a resume wakes it."""
+    worker = run_jobs("--poll-interval", "60")
+    enqueue(jobs.record, "warm-up")
+    assert wait_for(lambda: "warm-up" in record_file.read_text(), 20)
+    time.sleep(2 * PAUSE_CHECK_INTERVAL)  # idle: its list is more than a second old
+    with transaction.atomic():
+        waiting = enqueue(jobs.record, "paused-job", queue="emails")
+        Queue.objects.pause(["emails"])
+    time.sleep(1.0)
+    assert Job.objects.get(pk=waiting.pk).status == JobStatus.READY
+    resumed = time.monotonic()
+    Queue.objects.resume(["emails"])
+    assert wait_for(lambda: "paused-job" in record_file.read_text(), 20)
+    assert time.monotonic() - resumed < 5, "woken by the resume, not by its poll a minute later"
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
 
 
 @pytest.mark.slow

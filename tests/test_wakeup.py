@@ -53,6 +53,9 @@ class Listening:
     def received(self, wait: float) -> int:
         return len(list(self.conn.notifies(timeout=wait)))
 
+    def payloads(self, wait: float) -> list[str]:
+        return [notification.payload for notification in self.conn.notifies(timeout=wait)]
+
     def close(self):
         self.conn.close()
 
@@ -255,7 +258,7 @@ def test_a_busy_worker_still_reads_its_notifications(waiter):
     time.sleep(0.3)  # delivered to the socket
     waiter.event.set()  # a job thread wants work: the wait returns at once
     assert waiter.wait(10, probe=False) is True
-    assert waiter.listen.read() == (0, 0), "the notifications were left unread"
+    assert waiter.listen.read() == (0, 0, 0), "the notifications were left unread"
 
 
 @needs_listen

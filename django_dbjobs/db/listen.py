@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import NamedTuple
 
 from django.db import connections
 
 logger = logging.getLogger("django_dbjobs")
 
 CHANNEL = "dbjobs"
-#: The NOTIFY payload a trigger sends when a schedule is saved or deleted.
+#: The NOTIFY payloads of a schedule saved or deleted, and of a queue paused or resumed
+#: (db/triggers.py); a new job's is empty.
 SCHEDULES_PAYLOAD = "schedules"
+QUEUES_PAYLOAD = "queues"
 FIRST_PAUSE = 0.5
 LONGEST_PAUSE = 30.0
 #: libpq options the LISTEN connection gets unless the database's OPTIONS set them: the
@@ -47,6 +50,19 @@ CONNECTION_DEFAULTS = {
 }
 
 
+class Heard(NamedTuple):
+    """How many notifications of each kind a read took."""
+
+    jobs: int = 0
+    schedules: int = 0
+    queues: int = 0
+
+
+def _kind(payload: str) -> int:
+    """The index in Heard of a notification with `payload`."""
+    return 1 if payload == SCHEDULES_PAYLOAD else 2 if payload == QUEUES_PAYLOAD else 0
+
+
 class Listen:
     """A LISTEN connection to `using`, opened by connect() and read by read()."""
 
@@ -55,8 +71,10 @@ class Listen:
         self.connection = None  # the Django connection wrapper, while listening
         #: Whether the worker claims on it: its session plans without sorts (see above).
         self.claims_here = False
-        #: Notifications psycopg took while a claim ran on the connection: (jobs, schedules).
-        self._heard = [0, 0]
+        #: Notifications psycopg took while a claim ran on the connection, as in Heard.
+        self._heard = [0, 0, 0]
+        #: How many times it started listening: tells one LISTEN session from the next.
+        self.sessions = 0
         self._pause = FIRST_PAUSE
         self._retry_at = 0.0
 
@@ -101,23 +119,28 @@ class Listen:
             self.lost(connection, exc)
             return False
         self.connection, self.claims_here = connection, claims_here
-        self._heard = [0, 0]  # the caller looks for work as if notified anyway
+        self._heard = [0, 0, 0]  # the caller looks for work as if notified anyway
+        self.sessions += 1
         self._pause = FIRST_PAUSE
         return True
 
-    def read(self) -> tuple[int, int]:
-        """Take what arrived without waiting: (job notifications, schedule notifications).
+    @property
+    def session(self) -> int | None:
+        """The LISTEN session open now (a number no other session of this worker has), or None."""
+        return self.sessions if self.connection is not None else None
+
+    def read(self) -> Heard:
+        """Take what arrived without waiting: how many notifications of each kind (Heard).
 
         A lost connection is closed and logged (connect() opens it again later), and
-        reads as (0, 0).
+        reads as none.
         """
         connection = self.connection
         if connection is None:
-            return 0, 0
+            return Heard()
         from psycopg import pq  # psycopg is installed where LISTEN is used (db.supports_listen())
 
-        jobs, schedules = self._heard
-        self._heard = [0, 0]
+        heard, self._heard = self._heard, [0, 0, 0]
         try:
             # Some psycopg releases (3.2.4 to 3.2.8) keep every notification they take in a
             # backlog even with a handler: read through it, it would grow for the worker's life.
@@ -129,13 +152,10 @@ class Listen:
             if pgconn.status == pq.ConnStatus.BAD:  # closed without an error: poll() would spin
                 raise ConnectionError("the server closed the connection")
             while (notification := pgconn.notifies()) is not None:
-                if notification.extra == SCHEDULES_PAYLOAD.encode():
-                    schedules += 1
-                else:
-                    jobs += 1
+                heard[_kind(notification.extra.decode(errors="replace"))] += 1
         except Exception as exc:  # noqa: BLE001 - psycopg's OperationalError, or any: reconnect
             self.lost(connection, exc)
-        return jobs, schedules
+        return Heard(*heard)
 
     def failed(self, connection, exc: Exception) -> bool:
         """A claim on `connection` (this LISTEN connection) raised `exc`: if the connection
@@ -162,7 +182,7 @@ class Listen:
 
     def _heard_during_query(self, notification) -> None:
         """psycopg took `notification` while reading a claim's results: keep it for read()."""
-        self._heard[notification.payload == SCHEDULES_PAYLOAD] += 1
+        self._heard[_kind(notification.payload)] += 1
 
     def close(self) -> None:
         connection, self.connection = self.connection, None

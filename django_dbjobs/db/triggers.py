@@ -1,4 +1,5 @@
-"""PostgreSQL's NOTIFY triggers, and the migration operation that creates them: NotifyTriggers."""
+"""PostgreSQL's NOTIFY triggers, and the migration operations that create them: NotifyTriggers
+(jobs and schedules, migration 0001) and QueueTriggers (queues paused or resumed, 0006)."""
 
 from django.db import migrations
 
@@ -42,6 +43,27 @@ CREATE TRIGGER dbjobs_schedule_changed
     FOR EACH STATEMENT EXECUTE FUNCTION dbjobs_schedules_changed();
 """
 
+# A queue paused or resumed (any change to the queue table, TRUNCATE included): an idle
+# worker trusts the paused queues it read for as long as its LISTEN session lasts and
+# hears nothing of them (worker/paused_queues.py), so its wake-up claim need not read them
+# again first.
+QUEUES = """
+CREATE OR REPLACE FUNCTION dbjobs_queues_changed() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('dbjobs', 'queues');
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER dbjobs_queue_changed
+    AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON django_dbjobs_queue
+    FOR EACH STATEMENT EXECUTE FUNCTION dbjobs_queues_changed();
+"""
+
+DROP_QUEUES = """
+DROP TRIGGER IF EXISTS dbjobs_queue_changed ON django_dbjobs_queue;
+DROP FUNCTION IF EXISTS dbjobs_queues_changed();
+"""
+
 DROP = """
 DROP TRIGGER IF EXISTS dbjobs_schedule_changed ON django_dbjobs_schedule;
 DROP FUNCTION IF EXISTS dbjobs_schedules_changed();
@@ -60,6 +82,9 @@ class NotifyTriggers(migrations.operations.base.Operation):
 
     reduces_to_sql = True
     reversible = True
+    create, drop = JOBS + SCHEDULES, DROP
+    model = "job"  # the router's word on this model decides where the triggers go
+    description = "Create the NOTIFY triggers of the job and schedule tables (PostgreSQL)"
 
     def deconstruct(self):
         return self.__class__.__qualname__, [], {}
@@ -68,17 +93,25 @@ class NotifyTriggers(migrations.operations.base.Operation):
         pass
 
     def describe(self):
-        return "Create the NOTIFY triggers of the job and schedule tables (PostgreSQL)"
+        return self.description
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
         if self._applies(app_label, schema_editor, to_state):
-            schema_editor.execute(JOBS + SCHEDULES, params=None)
+            schema_editor.execute(self.create, params=None)
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):
         if self._applies(app_label, schema_editor, from_state):
-            schema_editor.execute(DROP, params=None)
+            schema_editor.execute(self.drop, params=None)
 
     def _applies(self, app_label, schema_editor, state) -> bool:
         connection = schema_editor.connection
-        model = state.apps.get_model(app_label, "job")
+        model = state.apps.get_model(app_label, self.model)
         return connection.vendor == "postgresql" and self.allow_migrate_model(connection.alias, model)
+
+
+class QueueTriggers(NotifyTriggers):
+    """PostgreSQL: create the trigger that NOTIFYs workers of queues paused or resumed."""
+
+    create, drop = QUEUES, DROP_QUEUES
+    model = "queue"
+    description = "Create the NOTIFY trigger of the queue table (PostgreSQL)"

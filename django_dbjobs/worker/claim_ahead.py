@@ -1,9 +1,11 @@
 """ClaimAhead: an idle PostgreSQL worker's claim, sent the moment a notification is read.
 
 Before an idle wait the loop makes its claim ready (arm(): the statement and its values,
-as Claimer.claim() would send them now); the idle waiter sends it as soon as it reads a
-notification of new jobs (send()), and the loop's claim reads what it took (take(),
-Claimer.claim()) after going through its turn, which ran meanwhile (db/sent_ahead.py).
+as Claimer.claim() would send them now, for the free threads: a prefetch lapses during
+the wait); the idle waiter sends it as soon as it reads a notification of new jobs
+(send()), and the loop's claim reads what it took (take(), Claimer.claim()) after going
+through its turn, which ran meanwhile (db/sent_ahead.py). The paused queues it leaves
+out stay true for as long as no notification says they changed (paused_queues.py).
 
 Only where claims run on the LISTEN connection (db/listen.py) and the claim is plain:
 no rate-limited queue served here (their claims take turns with the others), no paused
@@ -29,13 +31,15 @@ logger = logging.getLogger("django_dbjobs")
 
 
 class Flight:
-    """A claim sent ahead, not read yet, with the lease epoch read before it was sent."""
+    """A claim sent ahead, not read yet, with the lease epoch read before it was sent and
+    how many jobs it asked for."""
 
-    __slots__ = ("sent", "epoch")
+    __slots__ = ("sent", "epoch", "limit")
 
-    def __init__(self, sent: Sent, epoch: int):
+    def __init__(self, sent: Sent, epoch: int, limit: int):
         self.sent = sent
         self.epoch = epoch
+        self.limit = limit
 
 
 class ClaimAhead:
@@ -55,14 +59,18 @@ class ClaimAhead:
         on = claimer.claims_on()
         if on is None or self.flight is not None or claimer.in_doubt or claimer.rated.queues:
             return
-        free = claimer.free_slots()
+        # For the free threads, not the prefetch: a prefetch lapses within a tenth of a second
+        # of the last job (prefetch.py), and a claim for more slots than are free when the
+        # notification comes could not be sent. The loop's next claim prefetches.
+        free = claimer.free_slots(prefetch=False)
         if free <= 0:
             return
         worker = claimer.identity
         waiting = claimer.held.alone is None  # as Claimer.claim() says
         jobs = lambda: Job.objects.using(worker.using)  # noqa: E731
         try:
-            paused = claimer.paused.current() | claimer.rated.all_names()  # may read the database
+            # The wait reads every notification before sending it: see paused_queues.py.
+            paused = claimer.paused.current(notified=True) | claimer.rated.all_names()
             if claimer.paused.served:
                 return
             self._limit = free
@@ -85,9 +93,9 @@ class ClaimAhead:
             return
         if claimer.claims_on() is not ready.connection:  # closed and opened again meanwhile
             return
-        # As made ready, or the loop claims as usual: the free slots (a prefetch lapsed while
-        # idle, a thread freed), and the paused queues, read again after a second.
-        if claimer.free_slots() != self._limit or not claimer.paused.fresh():
+        # As made ready, or the loop claims as usual: slots for what it asks (--max-jobs
+        # reached meanwhile), and the paused queues (a notification said they changed).
+        if claimer.free_slots() < self._limit or not claimer.paused.trusted():
             return
         epoch = claimer.lease.epoch  # read before the claim, as Claimer.claim_free_slots() does
         try:
@@ -97,7 +105,7 @@ class ClaimAhead:
             claimer.claim_failed_on(ready.connection, exc)
             logger.warning("Could not send the wake-up claim id=%s: %s", claimer.identity.id, exc)
             return
-        self.flight = Flight(sent, epoch)
+        self.flight = Flight(sent, epoch, self._limit)
 
     def take(self) -> Flight | None:
         """The claim sent and not read yet, now the caller's to read (None: there is none)."""

@@ -74,6 +74,7 @@ class Claimer:
         self._came_empty_at = float("-inf")
         #: The last claim found fewer due jobs than it asked for.
         self.came_short = False
+        self._asked = 0
         #: Where claims run (the idle waiter's, once the loop starts: IdleWaiter.claims_on):
         #: PostgreSQL's LISTEN connection while it is open, else None (the worker's own).
         self.claims_on: Callable[[], Any] = lambda: None
@@ -83,11 +84,11 @@ class Claimer:
         #: PostgreSQL: the wake-up claim, sent as soon as a notification is read (claim_ahead.py).
         self.ahead = ClaimAhead(self)
 
-    def free_slots(self) -> int:
-        """Jobs to claim now: free threads plus the prefetch, within --max-jobs."""
+    def free_slots(self, prefetch: bool = True) -> int:
+        """Jobs to claim now: free threads plus the prefetch (unless not `prefetch`), within --max-jobs."""
         if self.threads.queued() >= self.concurrency:
             return 0
-        free = self.concurrency + self.prefetch.size() - len(self.held)
+        free = self.concurrency + (self.prefetch.size() if prefetch else 0) - len(self.held)
         if self.max_jobs is not None:
             free = min(free, self.max_jobs - self.claimed)
         return max(free, 0)
@@ -144,6 +145,7 @@ class Claimer:
         going first, so that neither starves the other of free threads; None after an error."""
         rated: list[Job] = []
         ordinary: list[Job] | None = []
+        self._asked = free
         rated_first = self.rated.first_this_time()
         if not rated_first:
             ordinary = self._guarded(lambda: self.claim(free), "claiming jobs")
@@ -168,7 +170,8 @@ class Claimer:
                 if not rated:
                     return None
                 ordinary = []
-        self.came_short = len(ordinary) < free - len(rated)
+        # A claim sent ahead asked for the free threads only (claim_ahead.py): full, it is not short.
+        self.came_short = len(ordinary) + len(rated) < min(free, self._asked + len(rated))
         return [*rated, *ordinary]
 
     def claim(self, limit: int) -> list[Job]:
@@ -176,7 +179,9 @@ class Claimer:
         if flight is not None:  # PostgreSQL: sent when the notification was read (claim_ahead.py)
             jobs = self.ahead.read(flight, limit)
             if jobs is not None:
+                self._asked = min(limit, flight.limit)
                 return jobs
+        self._asked = limit  # how many the claim asked for (_claim_both())
         worker = self.identity
         waiting = self.held.alone is None  # one job that must run alone at a time
         # A rate-limited queue's jobs are claimed within its rate only; left out here, in case

@@ -62,6 +62,9 @@ class IdleWaiter:
         #: Called when a read finds notifications of new jobs (PostgreSQL): the worker sends
         #: the claim it made ready for the wait (claim_ahead.py).
         self.on_jobs: Callable[[], None] = lambda: None
+        #: Called when a read finds notifications of queues paused or resumed (PostgreSQL),
+        #: before on_jobs: the paused queues read before are not to be trusted (paused_queues.py).
+        self.on_queues: Callable[[], None] = lambda: None
 
     def start(self) -> None:
         if db.supports_listen(self.using):
@@ -83,6 +86,10 @@ class IdleWaiter:
         connection broke (closed now, opened again later: the worker claims on its own
         meanwhile); False if the error is not that connection's."""
         return self.listen.failed(connection, exc)
+
+    def listen_session(self) -> int | None:
+        """PostgreSQL: the LISTEN session open now (see Listen.session); None elsewhere, or closed."""
+        return self.listen.session if self.listen is not None else None
 
     @property
     def listening(self) -> bool:
@@ -144,12 +151,14 @@ class IdleWaiter:
 
     def _read(self) -> bool:
         """Take the notifications that arrived, without waiting: whether there were any."""
-        jobs, schedules = self.listen.read()
-        if jobs:
+        heard = self.listen.read()
+        if heard.queues:
+            self.on_queues()
+        if heard.jobs:
             self.on_jobs()
-        if schedules:
+        if heard.schedules:
             wakeup.schedules_changed()
-        return bool(jobs or schedules)
+        return bool(heard.jobs or heard.schedules or heard.queues)
 
     def _connect(self) -> None:
         """(Re)open the LISTEN connection when due; once open, look for work as if notified."""

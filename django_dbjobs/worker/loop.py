@@ -104,6 +104,7 @@ class Worker:
         self.claimer.claims_on = self._waiter.claims_on  # PostgreSQL: see db/listen.py
         self.claimer.claim_failed_on = self._waiter.claim_failed
         self._waiter.on_jobs = self.claimer.ahead.send  # the wake-up claim, sent at once
+        paused.listen_session, self._waiter.on_queues = self._waiter.listen_session, paused.changed
         try:
             startup.start(
                 self.parts,

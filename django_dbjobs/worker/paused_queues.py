@@ -1,9 +1,20 @@
-"""PausedQueues: a worker's view of the queues an operator paused, read at most once a second."""
+"""PausedQueues: a worker's view of the queues an operator paused, read at most once a second.
+
+On PostgreSQL a trigger NOTIFYs workers when a queue is paused or resumed (db/triggers.py).
+A list read while the worker's LISTEN session was open stays true for as long as that
+session lasts and brings no such notification: a pause committed after the read is
+notified in it. An idle worker's wake-up claim, sent the moment a notification is read
+(claim_ahead.py), trusts such a list however old it is (trusted()), once every
+notification read before it has been heard; otherwise the first wake-up after a second
+idle would read the paused queues before claiming. The loop's own claims read them again
+every second as before: a worker claiming without pause reads no notification meanwhile.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from ..models import Queue
 
@@ -22,24 +33,41 @@ class PausedQueues:
         self.queues = set(queues or [])  # empty: every queue
         self.names: frozenset[str] = frozenset()
         self._read_at: float | None = None
+        #: The LISTEN session open now, or None (PostgreSQL: the worker sets it, idle_wait.py).
+        self.listen_session: Callable[[], int | None] = lambda: None
+        #: The LISTEN session the list was read in, while no notification said it changed.
+        self._read_in: int | None = None
 
-    def current(self) -> frozenset[str]:
-        """The paused queues, read again when the last read is a second old.
+    def current(self, notified: bool = False) -> frozenset[str]:
+        """The paused queues, read again when the last read is a second old; with `notified`,
+        only when not trusted() (the caller reads the LISTEN connection before using them).
 
         Raises the database's error if the read fails: the claim that asked fails with it.
         """
         now = time.monotonic()
+        if notified and self.trusted():
+            return self.names
         if self._read_at is None or now - self._read_at >= PAUSE_CHECK_INTERVAL:
+            session = self.listen_session()  # before the read: a change after it is heard there
             names = frozenset(Queue.objects.using(self.using).paused().values_list("name", flat=True))
-            self._read_at = now
+            self._read_at, self._read_in = now, session
             if names != self.names:
                 self._log_change(names)
                 self.names = names
         return self.names
 
-    def fresh(self) -> bool:
-        """Whether current() would answer without reading the database again."""
-        return self._read_at is not None and time.monotonic() - self._read_at < PAUSE_CHECK_INTERVAL
+    def trusted(self) -> bool:
+        """Whether the list is true now, as far as the notifications read so far tell: read
+        under a second ago, or in the LISTEN session still open, with no change heard since."""
+        if self._read_at is None:
+            return False
+        if time.monotonic() - self._read_at < PAUSE_CHECK_INTERVAL:
+            return True
+        return self._read_in is not None and self._read_in == self.listen_session()
+
+    def changed(self) -> None:
+        """A queue was paused or resumed (a notification): read them again before the next claim."""
+        self._read_at = self._read_in = None
 
     @property
     def served(self) -> frozenset[str]:

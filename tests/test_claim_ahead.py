@@ -240,6 +240,7 @@ def test_a_full_claim_sent_for_the_threads_is_not_short_of_a_live_prefetch(wired
 
     _identity, claimer, threads, waiter = wired
     claimer.prefetch = Prefetch(100, 1)
+    claimer.prefetch.WINDOW = 3600  # it lapses a tenth of a second after the job otherwise
     claimer.prefetch.job_finished(0.001)
     claimer.ahead.arm()
     with transaction.atomic():
@@ -254,11 +255,11 @@ def test_a_full_claim_sent_for_the_threads_is_not_short_of_a_live_prefetch(wired
     assert claimer.came_short
 
 
-def test_paused_queues_read_in_the_listen_session_are_trusted_however_long_ago(wired):
-    """No queue paused or resumed was notified since: the first wake-up after an idle hour
+def test_paused_queues_read_in_the_listen_session_are_trusted_up_to_a_minute(wired):
+    """No queue paused or resumed was notified since: the first wake-up after idle seconds
     sends its claim at once, without reading them again."""
     _identity, claimer, _threads, waiter = wired
-    claimer.paused._read_at -= 3600
+    claimer.paused._read_at -= 50
     with connection.execute_wrapper(lambda *args: pytest.fail("the paused queues were read again")):
         claimer.ahead.arm()
     enqueue(jobs.add, 1, 2)
@@ -270,7 +271,7 @@ def test_paused_queues_read_in_the_listen_session_are_trusted_however_long_ago(w
 def test_paused_queues_read_more_than_a_second_ago_outside_the_listen_session_are_read_again(wired):
     _identity, claimer, _threads, waiter = wired
     claimer.ahead.arm()
-    claimer.paused._read_at -= 3600  # a long wait, and the list was read in an earlier
+    claimer.paused._read_at -= 50  # a long wait, and the list was read in an earlier
     claimer.paused._read_in -= 1  # LISTEN session: a pause may have gone unheard
     enqueue(jobs.add, 1, 2)
     assert waiter.wait(10) is True
@@ -279,8 +280,9 @@ def test_paused_queues_read_more_than_a_second_ago_outside_the_listen_session_ar
 
 
 def test_a_queue_paused_as_its_jobs_arrive_is_read_again_before_any_claim(wired):
-    """The pause and the job come in one read (here one commit): the notification of the
-    pause is heard first, and the claim made ready with the old list is not sent."""
+    """The pause and the job come in one read (here one commit, the job's notification
+    first): the read takes the pause into account before it sends the claim made ready
+    with the old list, which it then does not send."""
     from django.db import transaction
 
     from django_dbjobs.models import Queue

@@ -97,12 +97,12 @@ def test_a_database_the_old_migrations_made_needs_only_later_ones_and_runs_jobs(
     executor = MigrationExecutor(connection)
     assert executor.migration_plan([(APP, "0001_initial")]) == []
     # Only the migrations made after the squash are left: the old ones count as 0001.
-    # 0005 builds an index workers do not need: they may start before it.
+    # 0005 builds an index workers do not need: they may start before it; 0006 makes a
+    # trigger they look for.
     assert db.pending_migrations() == [
         f"{APP}.0002_flow_control",
         f"{APP}.0003_flow_control_indexes",
         f"{APP}.0004_workflows",
-        f"{APP}.0006_queue_notify",
     ]
     call_command("migrate", APP, skip_checks=False, verbosity=0)  # its checks pass
     assert db.pending_migrations() == []
@@ -131,9 +131,20 @@ def test_a_database_with_only_some_old_migrations_is_refused_with_what_to_do(old
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="NOTIFY triggers exist on PostgreSQL only")
 @pytest.mark.django_db(transaction=True)
 def test_a_queue_paused_or_resumed_notifies_workers_and_the_trigger_goes_with_its_migration():
-    """0006: any statement on the queue table NOTIFYs 'queues' (worker/paused_queues.py)."""
+    """0006: a statement that may change which queues are paused NOTIFYs 'queues'
+    (worker/paused_queues.py); a worker's LISTEN connection trusts what it hears only where
+    the trigger is, and may start without it."""
+    from django_dbjobs.db.listen import Listen
     from django_dbjobs.models import Queue
     from tests.test_wakeup import Listening
+
+    def hears_queues() -> bool:
+        listen = Listen("default")
+        assert listen.connect()
+        try:
+            return listen.queue_session is not None
+        finally:
+            listen.close()
 
     listener = Listening()
     try:
@@ -145,14 +156,23 @@ def test_a_queue_paused_or_resumed_notifies_workers_and_the_trigger_goes_with_it
         listener.close()
     assert heard == ["queues"] * 4, "the insert and update of pause(), resume(), delete()"
     trigger = "dbjobs_queue_changed"
-    assert trigger in dict(schema()["triggers"])
+    assert trigger in dict(schema()["triggers"]) and hears_queues()
     try:
         migrate_app("0005_workflows_index")
         assert trigger not in dict(schema()["triggers"])
         assert "dbjobs_queues_changed" not in dict(schema()["functions"])
+        assert not hears_queues()
+        assert db.pending_migrations() == [], "workers may start before it"
     finally:
         migrate_app(latest())
-    assert trigger in dict(schema()["triggers"])
+    assert trigger in dict(schema()["triggers"]) and hears_queues()
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE django_dbjobs_queue DISABLE TRIGGER {trigger}")
+    try:
+        assert not hears_queues(), "disabled: a pause would go unheard"
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE django_dbjobs_queue ENABLE TRIGGER {trigger}")
 
 
 def test_a_project_migration_that_depends_on_an_old_migration_follows_the_initial_one():

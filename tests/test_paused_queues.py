@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django_dbjobs import db, enqueue
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus, Queue
-from django_dbjobs.worker.paused_queues import PAUSE_CHECK_INTERVAL, PausedQueues
+from django_dbjobs.worker.paused_queues import HEARD_TRUST_LONGEST, PAUSE_CHECK_INTERVAL, PausedQueues
 
 from . import jobs
 from .conftest import wait_for
@@ -73,22 +73,26 @@ def test_a_list_read_in_a_listen_session_is_trusted_while_it_lasts_and_hears_no_
     assert not paused.trusted(), "never read"
     assert paused.current(notified=True) == frozenset()
     Queue.objects.pause(["emails"])  # not heard here: nobody calls changed()
-    clock[0] += 3600
+    clock[0] += HEARD_TRUST_LONGEST - 0.01
     assert paused.trusted()
     with CaptureQueriesContext(connection) as queries:
         assert paused.current(notified=True) == frozenset()
     assert queries.captured_queries == []
+    clock[0] += 0.01
+    assert not paused.trusted(), "a minute at most: a write with triggers off notifies nobody"
     assert paused.current() == frozenset({"emails"}), "the loop's claims read them every second still"
     paused.changed()  # a notification: a queue was paused or resumed
-    assert not paused.trusted()
+    assert not paused.trusted() and paused.unread
     assert paused.current(notified=True) == frozenset({"emails"}), "read again"
-    clock[0] += 3600
+    assert not paused.unread
+    clock[0] += 30
+    assert paused.trusted()
     session[0] = 2  # another LISTEN session: what was sent before it began went unheard
     assert not paused.trusted()
     assert paused.current(notified=True) == frozenset({"emails"})
     assert paused.trusted()
-    session[0] = None  # the LISTEN connection is lost
-    clock[0] += 3600
+    session[0] = None  # the LISTEN connection is lost (or hears no queue: the trigger is off)
+    clock[0] += 30
     assert not paused.trusted()
 
 
@@ -177,3 +181,19 @@ def test_empty_claims_are_spaced_while_queues_are_paused():
     assert claimer.claim_free_slots() == 1
     assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING
     Job.objects.filter(pk=job.pk).update(status=JobStatus.READY, worker=None)
+
+
+def test_a_queue_resumed_just_now_is_claimed_from_within_the_gap():
+    """A change heard (PostgreSQL's NOTIFY calls changed()) lets the next claim read the
+    paused queues at once, gap or not: the notification does not come again."""
+    from django_dbjobs.worker import Worker
+
+    Queue.objects.pause(["emails"])
+    job = Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")
+    claimer = Worker(concurrency=1).claimer
+    assert claimer.claim_free_slots() == 0  # reads the pause, walks past the paused job
+    Queue.objects.resume(["emails"])
+    assert claimer.claim_free_slots() == 0, "within the gap, the pause as read: no claim"
+    claimer.paused.changed()
+    assert claimer.claim_free_slots() == 1
+    assert Job.objects.get(pk=job.pk).status == JobStatus.RUNNING

@@ -28,6 +28,8 @@ from typing import NamedTuple
 
 from django.db import connections
 
+from .triggers import QUEUE_TRIGGER_FIRES
+
 logger = logging.getLogger("django_dbjobs")
 
 CHANNEL = "dbjobs"
@@ -75,6 +77,8 @@ class Listen:
         self._heard = [0, 0, 0]
         #: How many times it started listening: tells one LISTEN session from the next.
         self.sessions = 0
+        #: Whether the queue table's trigger fires (db/triggers.py), as read when it connected.
+        self.hears_queues = False
         self._pause = FIRST_PAUSE
         self._retry_at = 0.0
 
@@ -114,20 +118,23 @@ class Listen:
                 claims_here = prepared.session_kept(connection) and own_session(connection, cursor)
                 if claims_here:
                     cursor.execute("SET enable_sort = off")  # for the claims (see above)
+                cursor.execute(QUEUE_TRIGGER_FIRES)
+                (hears_queues,) = cursor.fetchone()
             connection.connection.add_notify_handler(self._heard_during_query)
         except Exception as exc:  # noqa: BLE001 - a receiver or the server: try again later
             self.lost(connection, exc)
             return False
-        self.connection, self.claims_here = connection, claims_here
+        self.connection, self.claims_here, self.hears_queues = connection, claims_here, hears_queues
         self._heard = [0, 0, 0]  # the caller looks for work as if notified anyway
         self.sessions += 1
         self._pause = FIRST_PAUSE
         return True
 
     @property
-    def session(self) -> int | None:
-        """The LISTEN session open now (a number no other session of this worker has), or None."""
-        return self.sessions if self.connection is not None else None
+    def queue_session(self) -> int | None:
+        """The LISTEN session open now (a number no other session of this worker has), if it
+        hears of every queue paused or resumed (the trigger of migration 0006 fires); else None."""
+        return self.sessions if self.connection is not None and self.hears_queues else None
 
     def read(self) -> Heard:
         """Take what arrived without waiting: how many notifications of each kind (Heard).

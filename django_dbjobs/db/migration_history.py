@@ -74,7 +74,8 @@ def _missing_replaced(applied: set[str], disk: dict[str, Migration]) -> list[str
 def pending_migrations(using: str = "default") -> list[str]:
     """The django_dbjobs migrations a worker needs that are not yet applied to this database.
 
-    Index-only migrations are left out (see online_index.py): a worker runs without them.
+    Index-only migrations are left out (see online_index.py), and those that say workers
+    do not need them (workers_may_start_without()): a worker runs without them.
     A database that applied only some of the migrations the initial one replaces lacks
     the rest (missing_replaced_migrations()), which Django's plan does not show.
     """
@@ -88,9 +89,18 @@ def pending_migrations(using: str = "default") -> list[str]:
         replaced = [replaced_name for _app, replaced_name in migration.replaces]
         if name in applied or (replaced and applied.issuperset(replaced)):
             continue  # a squashed migration counts as applied when all it replaces is
-        if not is_index_only(migration):
+        if not workers_may_start_without(migration):
             pending.append(f"{APP_LABEL}.{name}")
     return pending
+
+
+def workers_may_start_without(migration: Migration) -> bool:
+    """An index-only migration (online_index.is_index_only()), unless it says workers need
+    it, or one that says they do not (``workers_need_it = False``: what it makes, workers
+    look for, as they do 0006's trigger)."""
+    if getattr(migration, "workers_need_it", None) is False:
+        return True
+    return is_index_only(migration)
 
 
 def require_migrated(using: str = "default") -> None:

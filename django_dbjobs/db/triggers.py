@@ -55,8 +55,15 @@ BEGIN
 END
 $$ LANGUAGE plpgsql;
 CREATE TRIGGER dbjobs_queue_changed
-    AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON django_dbjobs_queue
+    AFTER INSERT OR DELETE OR UPDATE OF paused_at OR TRUNCATE ON django_dbjobs_queue
     FOR EACH STATEMENT EXECUTE FUNCTION dbjobs_queues_changed();
+"""
+
+#: Whether that trigger is there and fires for ordinary sessions (a worker trusts what it
+#: heard only then: a database not migrated yet, or the trigger disabled, tells nothing).
+QUEUE_TRIGGER_FIRES = """
+SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('django_dbjobs_queue')
+    AND tgname = 'dbjobs_queue_changed' AND tgenabled IN ('O', 'A'))
 """
 
 DROP_QUEUES = """

@@ -102,8 +102,9 @@ class Claimer:
         if free <= 0:
             self.ahead.land()  # a claim sent for slots no longer free: given back, not left over a wait
             return 0
-        if self.paused.served and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
-            return 0  # see PAUSED_CLAIM_GAP
+        paused = self.paused
+        if paused.served and not paused.unread and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
+            return 0  # see PAUSED_CLAIM_GAP (not when a queue was just paused or resumed)
         flight = self.ahead.flight
         epoch = self.lease.epoch if flight is None else flight.epoch  # read before the claim: see Lease
         jobs = self._claim_both(free)

@@ -88,8 +88,9 @@ class IdleWaiter:
         return self.listen.failed(connection, exc)
 
     def listen_session(self) -> int | None:
-        """PostgreSQL: the LISTEN session open now (see Listen.session); None elsewhere, or closed."""
-        return self.listen.session if self.listen is not None else None
+        """PostgreSQL: the LISTEN session open now, if it hears of queues paused or resumed
+        (Listen.queue_session); None elsewhere, or closed."""
+        return self.listen.queue_session if self.listen is not None else None
 
     @property
     def listening(self) -> bool:

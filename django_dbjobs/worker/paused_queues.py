@@ -4,10 +4,13 @@ On PostgreSQL a trigger NOTIFYs workers when a queue is paused or resumed (db/tr
 A list read while the worker's LISTEN session was open stays true for as long as that
 session lasts and brings no such notification: a pause committed after the read is
 notified in it. An idle worker's wake-up claim, sent the moment a notification is read
-(claim_ahead.py), trusts such a list however old it is (trusted()), once every
+(claim_ahead.py), trusts such a list up to a minute old (trusted()), once every
 notification read before it has been heard; otherwise the first wake-up after a second
-idle would read the paused queues before claiming. The loop's own claims read them again
-every second as before: a worker claiming without pause reads no notification meanwhile.
+idle would read the paused queues before claiming. Only where the trigger fires (the
+LISTEN connection looks when it connects), and for a minute at most: a write made with
+triggers off (``session_replication_role``) notifies nobody. The loop's own claims read
+them every second as before (a worker claiming without pause reads no notification
+meanwhile), and before the next claim once a notification said they changed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ logger = logging.getLogger("django_dbjobs")
 
 #: Seconds a worker trusts its list of paused queues: a pause takes effect within this.
 PAUSE_CHECK_INTERVAL = 1.0
+#: Seconds an idle PostgreSQL worker's wake-up claim trusts a list its LISTEN session vouches for.
+HEARD_TRUST_LONGEST = 60.0
 
 
 class PausedQueues:
@@ -58,16 +63,25 @@ class PausedQueues:
 
     def trusted(self) -> bool:
         """Whether the list is true now, as far as the notifications read so far tell: read
-        under a second ago, or in the LISTEN session still open, with no change heard since."""
+        under a second ago, or under a minute ago in the LISTEN session still open, with no
+        change heard since."""
         if self._read_at is None:
             return False
-        if time.monotonic() - self._read_at < PAUSE_CHECK_INTERVAL:
+        age = time.monotonic() - self._read_at
+        if age < PAUSE_CHECK_INTERVAL:
             return True
-        return self._read_in is not None and self._read_in == self.listen_session()
+        return (
+            age < HEARD_TRUST_LONGEST and self._read_in is not None and self._read_in == self.listen_session()
+        )
 
     def changed(self) -> None:
         """A queue was paused or resumed (a notification): read them again before the next claim."""
         self._read_at = self._read_in = None
+
+    @property
+    def unread(self) -> bool:
+        """Never read, or said to have changed since (changed()): the next claim reads them."""
+        return self._read_at is None
 
     @property
     def served(self) -> frozenset[str]:

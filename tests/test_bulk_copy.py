@@ -23,16 +23,31 @@ AWKWARD = ["tab\tin", "line\nbreak\r\n", "back\\slash", "\\N", "\\.", "é \u2603
 
 @pytest.fixture
 def copies(monkeypatch):
-    """How many COPY statements ran (the real ones: this only counts them)."""
-    calls = []
+    """The rows of each COPY statement that ran (the real ones: this only counts them, as
+    their chunks pass; copies.chunks has the size of every chunk)."""
+    calls = CountedCopies()
     real = copy_rows.copy
 
-    def counting(*args, **kwargs):
-        calls.append(len(args[2]))
-        return real(*args, **kwargs)
+    def counting(connection, shape, chunks, *args, **kwargs):
+        rows = [0]
+
+        def counted():
+            for chunk in chunks:
+                rows[0] += len(chunk)
+                calls.chunks.append(len(chunk))
+                yield chunk
+
+        real(connection, shape, counted(), *args, **kwargs)
+        calls.append(rows[0])
 
     monkeypatch.setattr(copy_rows, "copy", counting)
     return calls
+
+
+class CountedCopies(list):
+    def __init__(self):
+        super().__init__()
+        self.chunks = []
 
 
 def expect_copy() -> bool:
@@ -73,6 +88,22 @@ def test_enqueue_many_by_copy_gives_back_the_rows_clock_and_ids_in_order(copies)
     if connection.features.can_return_rows_from_bulk_insert:
         assert {(job.run_at, job.enqueued_at) for job in created} == {row[2:4] for row in rows}
         assert rows[0][2] >= before - datetime.timedelta(seconds=5)
+
+
+@pytest.mark.django_db
+def test_enqueue_many_builds_its_jobs_a_chunk_at_a_time_as_copy_sends_them(copies):
+    count = 2 * copy_rows.BUILT_AT_ONCE + 7
+    with transaction.atomic():
+        created = enqueue_many(jobs.add, [(i, -i) for i in range(count)])
+    if expect_copy():
+        assert copies == [count]
+        assert copies.chunks == [copy_rows.BUILT_AT_ONCE, copy_rows.BUILT_AT_ONCE, 7]
+    assert len({job.pk for job in created}) == count
+    stored_rows = dict(Job.objects.values_list("id", "args"))
+    assert [stored_rows[job.pk] for job in created] == [[i, -i] for i in range(count)]
+    assert [job.args for job in created] == [[i, -i] for i in range(count)]
+    assert all(not job._state.adding and job._state.db == "default" for job in created)
+    assert len({(job.run_at, job.enqueued_at) for job in created}) == 1, "one read of the clock"
 
 
 @pytest.mark.django_db

@@ -6,15 +6,16 @@ import datetime
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import router, transaction
+from django.db import connections, router, transaction
 
 from .. import db, registry
 from ..exceptions import InvalidJob, InvalidJobArguments
 from ..flow import keys
 from ..models import Blocked, Job
 from ..models.states import rated_queues
-from . import inserts, rows, validation, workflow_options
+from . import copy_rows, inserts, rows, validation, workflow_options
 from .api import JobTarget, _enqueued, job_fields, prepare
+from .clock_once import clock_values
 
 
 def bulk_enqueue(
@@ -159,14 +160,36 @@ def enqueue_many(
     with transaction.atomic(using=using):
         waits = _Waits(using, upstream, run_on_failure)
         common.update(waits.fields)
-        jobs = rows.build_many(common, each, using)
         if batch_id is not None:
-            workflow_options.join(using, batch_id, len(jobs))
+            workflow_options.join(using, batch_id, len(each))
         given = frozenset(common)  # args and kwargs included
         # Every job's kwargs are {}: sent once. Each one's args go as the text validated.
-        inserts.insert(
-            jobs, using, batch_size=batch_size, given=given, shared=given - {"args"}, texts={"args": texts}
-        )
+        jobs = _build_and_insert(common, each, using, batch_size, given, given - {"args"}, {"args": texts})
         waits.link(jobs)
         _enqueued(jobs, using)
+    return jobs
+
+
+def _build_and_insert(
+    common: dict,
+    each: list[dict],
+    using: str,
+    batch_size: int,
+    given: frozenset,
+    shared: frozenset,
+    texts: dict,
+) -> list[Job]:
+    """rows.build_many() then inserts.insert(); by COPY (PostgreSQL), the jobs are built a
+    chunk at a time while the server stores the rows before (copy_rows.build_and_copy())."""
+    connection = connections[using]
+    if not copy_rows.usable(connection, len(each)):
+        jobs = rows.build_many(common, each, using)
+        inserts.insert(jobs, using, batch_size=batch_size, given=given, shared=shared, texts=texts)
+        return jobs
+    with transaction.mark_for_rollback_on_error(using):
+        clock, shape = clock_values(connection, inserts.made_shape(given, shared))
+        jobs = copy_rows.build_and_copy(connection, {**common, **clock}, each, shape, texts, inserts.db_param)
+    for instance in jobs:
+        instance._state.adding = False
+        instance._state.db = using
     return jobs

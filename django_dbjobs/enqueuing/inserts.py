@@ -21,10 +21,10 @@ from django.db import connections, transaction
 from django.db.models.expressions import DatabaseDefault
 from django.db.models.signals import post_save, pre_save
 
-from .. import db
 from ..models import Job
 from ..signals import has_receivers
 from . import copy_rows, insert_sql
+from .clock_once import fill_clock
 from .rows import MISSING, FieldSpec, field_specs, made_as_built
 
 _PLAIN = (str, int, type(None))
@@ -60,21 +60,21 @@ def insert(
         return
     shapes: dict[tuple, list[Job]] = {}
     if given is not None:
-        shapes[_made_shape(given, shared)] = instances
+        shapes[made_shape(given, shared)] = instances
     else:
         for instance in instances:
             made = made_as_built(instance)  # prepare()'s jobs, unchanged: known without a look
-            shape = _shape(instance) if made is None else _made_shape(made, frozenset())
+            shape = _shape(instance) if made is None else made_shape(made, frozenset())
             shapes.setdefault(shape, []).append(instance)
     with transaction.mark_for_rollback_on_error(using):
         for shape, group in shapes.items():
             if copy_rows.usable(connection, len(group)):
                 if "d" in shape:
-                    shape = _clock_once(connection, shape, group)
-                copy_rows.copy(connection, shape, group, texts if given is not None else None, db_param)
+                    shape = fill_clock(connection, shape, group)
+                copy_rows.copy(connection, shape, [group], texts if given is not None else None, db_param)
                 continue
             if len(group) > 1 and "d" in shape and connection.vendor != "postgresql":
-                shape = _clock_once(connection, shape, group)  # PostgreSQL: see insert_sql.plan()
+                shape = fill_clock(connection, shape, group)  # PostgreSQL: see insert_sql.plan()
             plan = insert_sql.plan(using, shape, many=len(group) > 1)
             # Values build() made here (the ids) are plain ASCII: only the given ones need a look.
             made = frozenset() if given is None else frozenset(spec.attname for spec in field_specs()) - given
@@ -96,27 +96,9 @@ def save_receivers() -> bool:
     return has_receivers(Job, pre_save, post_save)
 
 
-def _clock_once(connection, shape: tuple, group: list[Job]) -> tuple:
-    """Fill the database-clock columns of many rows from one read of the clock.
-
-    Reading ``run_at`` and ``enqueued_at`` back from every row (``RETURNING``) costs a
-    multi-row INSERT about a third of its time; one ``SELECT`` of the clock, sent
-    back as a value all rows share, gives the same database time for far less.
-    """
-    raw = db.database_now(connection.alias)
-    filled = []
-    for spec, kind in zip(field_specs(), shape, strict=True):
-        if kind == "d":
-            value = db.as_datetime(raw, spec.field, connection)
-            for job in group:
-                setattr(job, spec.attname, value)
-        filled.append("s" if kind == "d" else kind)
-    return tuple(filled)
-
-
 def _shape(instance: Job) -> tuple:
     """Per field: 'd' filled by the database, 'c' at its constant default, 'p' a
-    parameter per row (_made_shape() also knows 's': one value shared by all rows)."""
+    parameter per row (made_shape() also knows 's': one value shared by all rows)."""
     shape = []
     for spec in field_specs():
         value = getattr(instance, spec.attname)
@@ -129,7 +111,7 @@ def _shape(instance: Job) -> tuple:
     return tuple(shape)
 
 
-def _made_shape(given: frozenset, shared: frozenset) -> tuple:
+def made_shape(given: frozenset, shared: frozenset) -> tuple:
     """The shape of the jobs build() makes from values for the `given` fields."""
     shape = _made_shapes.get((given, shared))
     if shape is None:

@@ -91,19 +91,58 @@ def test_enqueue_many_by_copy_gives_back_the_rows_clock_and_ids_in_order(copies)
 
 
 @pytest.mark.django_db
-def test_enqueue_many_builds_its_jobs_a_chunk_at_a_time_as_copy_sends_them(copies):
+def test_enqueue_many_builds_its_jobs_a_chunk_at_a_time_as_copy_sends_them(copies, monkeypatch):
+    built_during_copy = []
+    real_build = copy_rows.build_many
+
+    def build(*args):
+        if connection.vendor == "postgresql":
+            from psycopg import pq
+
+            built_during_copy.append(
+                connection.connection.pgconn.transaction_status == pq.TransactionStatus.ACTIVE
+            )
+        return real_build(*args)
+
+    monkeypatch.setattr(copy_rows, "build_many", build)
     count = 2 * copy_rows.BUILT_AT_ONCE + 7
-    with transaction.atomic():
-        created = enqueue_many(jobs.add, [(i, -i) for i in range(count)])
+    created = enqueue_many(jobs.add, [(i, -i) for i in range(count)])
     if expect_copy():
         assert copies == [count]
         assert copies.chunks == [copy_rows.BUILT_AT_ONCE, copy_rows.BUILT_AT_ONCE, 7]
+        assert built_during_copy == [True, True, True], "each chunk built with the COPY under way"
     assert len({job.pk for job in created}) == count
+    assert [job.pk for job in created] == sorted(job.pk for job in created), "ids in order, across chunks"
     stored_rows = dict(Job.objects.values_list("id", "args"))
     assert [stored_rows[job.pk] for job in created] == [[i, -i] for i in range(count)]
     assert [job.args for job in created] == [[i, -i] for i in range(count)]
     assert all(not job._state.adding and job._state.db == "default" for job in created)
-    assert len({(job.run_at, job.enqueued_at) for job in created}) == 1, "one read of the clock"
+    if connection.features.can_return_rows_from_bulk_insert:
+        assert len({(job.run_at, job.enqueued_at) for job in created}) == 1, "one read of the clock"
+        assert isinstance(created[0].run_at, datetime.datetime)
+
+
+@pytest.mark.django_db
+def test_init_signal_receivers_run_before_the_copy_and_may_query(copies):
+    """User code never runs while COPY holds the connection: with Job init receivers the
+    jobs are all built first (a query there would otherwise wait for the COPY forever)."""
+    from django.db.models.signals import post_init
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        if instance._state.adding and instance.pk and not seen:
+            seen.append(Job.objects.count())  # a query on the same connection
+
+    post_init.connect(receiver, sender=Job)
+    try:
+        created = enqueue_many(jobs.add, [(i, i) for i in range(copy_rows.BUILT_AT_ONCE + 1)])
+    finally:
+        post_init.disconnect(receiver, sender=Job)
+    assert seen == [0]
+    assert Job.objects.count() == len(created)
+    if expect_copy():
+        assert copies.chunks == [len(created)], "built first, in one go"
 
 
 @pytest.mark.django_db

@@ -7,12 +7,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import connections, router, transaction
+from django.db.models.signals import post_init, pre_init
 
 from .. import db, registry
 from ..exceptions import InvalidJob, InvalidJobArguments
 from ..flow import keys
 from ..models import Blocked, Job
 from ..models.states import rated_queues
+from ..signals import has_receivers
 from . import copy_rows, inserts, rows, validation, workflow_options
 from .api import JobTarget, _enqueued, job_fields, prepare
 from .clock_once import clock_values
@@ -180,9 +182,11 @@ def _build_and_insert(
     texts: dict,
 ) -> list[Job]:
     """rows.build_many() then inserts.insert(); by COPY (PostgreSQL), the jobs are built a
-    chunk at a time while the server stores the rows before (copy_rows.build_and_copy())."""
+    chunk at a time while the server stores the rows before (copy_rows.build_and_copy()),
+    unless Job has init signal receivers: user code, which must not run while the COPY
+    holds the connection (a query of its own there would wait for it forever)."""
     connection = connections[using]
-    if not copy_rows.usable(connection, len(each)):
+    if not copy_rows.usable(connection, len(each)) or has_receivers(Job, pre_init, post_init):
         jobs = rows.build_many(common, each, using)
         inserts.insert(jobs, using, batch_size=batch_size, given=given, shared=shared, texts=texts)
         return jobs

@@ -8,7 +8,7 @@ reads them as a stream. It keeps what the INSERT path promises:
   commit or roll back with the caller's data.
 - **The wake-up.** ``COPY FROM`` fires the table's ``AFTER INSERT`` triggers, so the
   statement-level ``NOTIFY`` is sent on commit, as for an INSERT.
-- **The ids** are made in Python before (ids.py), so nothing needs reading back; the
+- **The ids** are made in Python (ids.py), so nothing needs reading back; the
   database-clock columns (``run_at``, ``enqueued_at``) get one read of the clock, shared by
   every row (clock_once.py), as on MySQL and SQLite.
 - **Errors** are Django's (``DataError``, ``IntegrityError``...), and the transaction is
@@ -30,8 +30,8 @@ from .rows import FieldSpec, build_many, field_specs
 #: Fewest rows sent by COPY: below it the INSERT's single round trip wins (COPY takes two,
 #: after the read of the clock).
 FEWEST_ROWS = 64
-#: Jobs build_and_copy() builds before writing their rows: about as many as psycopg sends
-#: at once (32 KiB), so the server has the first rows early.
+#: Jobs build_and_copy() builds before handing their rows to psycopg: about as many as it
+#: sends at once (32 KiB), so the server has the first rows early.
 BUILT_AT_ONCE = 200
 
 
@@ -47,8 +47,9 @@ def copy(connection, shape: tuple, chunks: Iterable[list[Job]], texts: dict | No
     """COPY the jobs of `chunks` (one list or more, in order), all of `shape` (no 'd': the clock
     is read before, see the module docstring); `texts` holds JSON fields' values already as
     text, in the order of the jobs; `db_param(connection, spec, value)` is the value the
-    INSERT would send. A chunk is taken from `chunks` once the rows before it are written:
-    it may be built meanwhile (build_and_copy())."""
+    INSERT would send. A chunk is taken from `chunks` once the rows before it are handed
+    to psycopg, which sends them 32 KiB at a time: it may be built meanwhile
+    (build_and_copy())."""
     specs = field_specs()
     quote_name = connection.ops.quote_name
     columns = ", ".join(quote_name(spec.field.column) for spec in specs)
@@ -84,8 +85,10 @@ def copy(connection, shape: tuple, chunks: Iterable[list[Job]], texts: dict | No
 
 def build_and_copy(connection, common: dict, each: list[dict], shape: tuple, texts: dict | None, db_param):
     """rows.build_many(common, each) and copy() of the jobs, built a chunk at a time while
-    the rows before go out: the server stores a chunk while the next one is built (a third
-    of enqueue_many()'s time was building the jobs, the server waiting). Return the jobs."""
+    the rows before go out: the server stores rows while the next chunk is built (a fifth
+    of enqueue_many()'s time was building the jobs, the server waiting). Never with init
+    signal receivers (bulk.py): no user code runs while the COPY holds the connection.
+    Return the jobs."""
     jobs: list[Job] = []
     using = connection.alias
 

@@ -123,6 +123,33 @@ def test_enqueue_many_builds_its_jobs_a_chunk_at_a_time_as_copy_sends_them(copie
 
 
 @pytest.mark.django_db
+def test_an_error_while_a_later_chunk_is_built_stores_none_of_the_call_and_nothing_else_is_lost(monkeypatch):
+    """The COPY is under way when the second chunk's build fails: the call stores nothing,
+    the caller's own write before it stays, and the connection works on."""
+    if not expect_copy():
+        pytest.skip("the jobs are built during a COPY on PostgreSQL only")
+    real_build, calls = copy_rows.build_many, []
+
+    def build(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("while the COPY runs")
+        return real_build(*args)
+
+    monkeypatch.setattr(copy_rows, "build_many", build)
+    with transaction.atomic():
+        kept = enqueue_many(jobs.add, [(0, 0)] * MANY)  # before: by COPY too, in one chunk
+        calls.clear()
+        with pytest.raises(MemoryError, match="while the COPY runs"):
+            enqueue_many(jobs.add, [(i, i) for i in range(copy_rows.BUILT_AT_ONCE + 1)])
+    assert len(calls) == 2, "the first chunk was built and written"
+    assert set(Job.objects.values_list("id", flat=True)) == {job.pk for job in kept}
+    monkeypatch.setattr(copy_rows, "build_many", real_build)
+    assert len(enqueue_many(jobs.add, [(1, 1)] * MANY)) == MANY  # the connection works on
+    assert Job.objects.count() == 2 * MANY
+
+
+@pytest.mark.django_db
 def test_init_signal_receivers_run_before_the_copy_and_may_query(copies):
     """User code never runs while COPY holds the connection: with Job init receivers the
     jobs are all built first (a query there would otherwise wait for the COPY forever)."""

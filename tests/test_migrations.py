@@ -160,7 +160,7 @@ def test_a_queue_paused_or_resumed_notifies_workers_and_the_trigger_goes_with_it
     try:
         migrate_app("0005_workflows_index")
         assert trigger not in dict(schema()["triggers"])
-        assert "dbjobs_queues_changed" not in dict(schema()["functions"])
+        assert "dbjobs_notify_payload" not in dict(schema()["functions"])
         assert not hears_queues()
         assert db.pending_migrations() == [], "workers may start before it"
     finally:

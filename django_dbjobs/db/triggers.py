@@ -43,20 +43,21 @@ CREATE TRIGGER dbjobs_schedule_changed
     FOR EACH STATEMENT EXECUTE FUNCTION dbjobs_schedules_changed();
 """
 
-# A queue paused or resumed (any change to the queue table, TRUNCATE included): an idle
-# worker trusts the paused queues it read for as long as its LISTEN session lasts and
-# hears nothing of them (worker/paused_queues.py), so its wake-up claim need not read them
-# again first.
+# A queue paused or resumed (a row inserted, deleted or its paused_at set, TRUNCATE
+# included): an idle worker trusts the paused queues it read for as long as its LISTEN
+# session lasts and hears nothing of them (worker/paused_queues.py), so its wake-up claim
+# need not read them again first. The function sends its trigger's argument as the
+# payload: a trigger of a later migration needs no function of its own.
 QUEUES = """
-CREATE OR REPLACE FUNCTION dbjobs_queues_changed() RETURNS trigger AS $$
+CREATE OR REPLACE FUNCTION dbjobs_notify_payload() RETURNS trigger AS $$
 BEGIN
-    PERFORM pg_notify('dbjobs', 'queues');
+    PERFORM pg_notify('dbjobs', TG_ARGV[0]);
     RETURN NULL;
 END
 $$ LANGUAGE plpgsql;
 CREATE TRIGGER dbjobs_queue_changed
     AFTER INSERT OR DELETE OR UPDATE OF paused_at OR TRUNCATE ON django_dbjobs_queue
-    FOR EACH STATEMENT EXECUTE FUNCTION dbjobs_queues_changed();
+    FOR EACH STATEMENT EXECUTE FUNCTION dbjobs_notify_payload('queues');
 """
 
 #: Whether that trigger is there and fires for ordinary sessions (a worker trusts what it
@@ -68,7 +69,7 @@ SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('django_dbjo
 
 DROP_QUEUES = """
 DROP TRIGGER IF EXISTS dbjobs_queue_changed ON django_dbjobs_queue;
-DROP FUNCTION IF EXISTS dbjobs_queues_changed();
+DROP FUNCTION IF EXISTS dbjobs_notify_payload();
 """
 
 DROP = """

@@ -193,7 +193,5 @@ def _build_and_insert(
     with transaction.mark_for_rollback_on_error(using):
         clock, shape = clock_values(connection, inserts.made_shape(given, shared))
         jobs = copy_rows.build_and_copy(connection, {**common, **clock}, each, shape, texts, inserts.db_param)
-    for instance in jobs:
-        instance._state.adding = False
-        instance._state.db = using
+    inserts.stored(jobs, using)
     return jobs

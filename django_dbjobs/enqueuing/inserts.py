@@ -86,6 +86,11 @@ def insert(
             ready = texts if given is not None else None
             for start in range(0, len(group), size):
                 _execute(connection, plan, group[start : start + size], ready, start)
+    stored(instances, using)
+
+
+def stored(instances: list[Job], using: str) -> None:
+    """Mark `instances` as rows of `using`, as save() leaves a job it inserted."""
     for instance in instances:
         instance._state.adding = False
         instance._state.db = using

@@ -159,7 +159,7 @@ class IdleWaiter:
             self.on_jobs()
         if heard.schedules:
             wakeup.schedules_changed()
-        return bool(heard.jobs or heard.schedules or heard.queues)
+        return any(heard)
 
     def _connect(self) -> None:
         """(Re)open the LISTEN connection when due; once open, look for work as if notified."""

@@ -58,18 +58,18 @@ def test_a_job_that_must_run_alone_waits_for_the_others_and_holds_them_back():
     events = []
 
     def other(name, seconds):
-        gate.enter(name, alone=False)
+        assert gate.enter(name, alone=False)
         events.append(f"{name} starts")
         time.sleep(seconds)
         events.append(f"{name} ends")
-        gate.leave(alone=False)
+        assert gate.leave(alone=False) == []
 
     def alone():
-        gate.enter("alone", alone=True)
+        assert gate.enter("alone", alone=True)
         events.append("alone starts")
         time.sleep(0.2)
         events.append("alone ends")
-        gate.leave(alone=True)
+        events.append(f"handed back {gate.leave(alone=True)}")
 
     first = threading.Thread(target=other, args=("first", 0.3))
     first.start()
@@ -78,18 +78,32 @@ def test_a_job_that_must_run_alone_waits_for_the_others_and_holds_them_back():
     lone = threading.Thread(target=alone)
     lone.start()
     time.sleep(0.05)
-    later = threading.Thread(target=other, args=("later", 0))
-    later.start()
-    for thread in (first, lone, later):
+    # A job taken after that is set aside, its thread free for the next job: never waited for.
+    assert gate.enter("later", alone=False) is False
+    for thread in (first, lone):
         thread.join(5)
-    assert events == [
-        "first starts",
-        "first ends",
-        "alone starts",
-        "alone ends",
-        "later starts",
-        "later ends",
-    ]
+    assert events == ["first starts", "first ends", "alone starts", "alone ends", "handed back ['later']"]
+    assert gate.enter("later", alone=False)
+
+
+def test_jobs_claimed_ahead_of_one_that_must_run_alone_never_hold_every_thread():
+    """Two threads, two jobs claimed ahead of one that must run alone: all of them run.
+
+    Before, both threads waited at the gate with the jobs ahead of it, and the job that
+    must run alone sat in the queue with no thread to take it: the worker hung for good.
+    """
+    bulk_enqueue(prepare(jobs.add, i, i, priority=10 - i) for i in range(4))
+    Job.objects.filter(priority=8).update(isolation=Isolation.WAITING)  # third in claim order
+    worker = Worker(concurrency=2, prefetch=10, burst=True)
+    worker.prefetch.job_finished(0.001)  # jobs this short: claim ahead of the threads
+    watchdog = threading.Timer(20, worker.stop)  # a hung worker is stopped: its jobs stay unrun
+    watchdog.start()
+    try:
+        worker.run()
+    finally:
+        watchdog.cancel()
+    states = list(Job.objects.values_list("priority", "status", "isolation"))
+    assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 4, states
 
 
 def test_a_burst_worker_recovers_a_dead_workers_jobs_before_it_exits(settings):

@@ -166,3 +166,30 @@ def test_a_rate_limited_backlog_does_not_starve_the_other_queues(run_jobs, recor
     Job.objects.filter(name=jobs.rated_sleep.name).cancel()
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0, worker.output()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("rated_first", [False, True], ids=["ordinary-first", "rated-first"])
+def test_no_rate_slot_is_stamped_for_a_job_that_would_wait_for_one_running_alone(settings, rated_first):
+    """A rate-limited job claimed beside a job that must run alone would wait at its gate,
+    its slot stamped at the claim: the rate must count starts. Either the job that must run
+    alone waits for a later turn, or the rate-limited job does, its slot unused."""
+    from django_dbjobs.models import Isolation
+    from django_dbjobs.worker import Worker
+
+    settings.DBJOBS_QUEUE_LIMITS = {"rated": {"rate": "1/2s"}}
+    alone = enqueue(jobs.add, 1, 2)
+    Job.objects.filter(pk=alone.pk).update(isolation=Isolation.WAITING)  # recovered from a dead worker
+    limited = enqueue(jobs.rated_start, 1)
+    worker = Worker(concurrency=2)
+    worker.claimer.rated._rated_first = not rated_first  # first_this_time() flips it
+    assert worker.claimer.claim_free_slots() == 1
+    running = Job.objects.get(status=JobStatus.RUNNING)
+    stamped = slots_in_use("rated", Rate(1, 2), "default")
+    if rated_first:
+        assert (running.pk, stamped) == (limited.pk, 1)
+        assert Job.objects.get(pk=alone.pk).status == JobStatus.READY
+    else:
+        assert (running.pk, stamped) == (alone.pk, 0), "no slot stamped for a start that must wait"
+        assert Job.objects.get(pk=limited.pk).status == JobStatus.READY
+    worker._threads.take_unstarted()

@@ -175,8 +175,9 @@ class RateLimitedClaims:
 def sync_blocked(using: str, batch_size: int = 1000) -> int:
     """Make the READY jobs of the rate-limited queues wait for the rate, and free the others.
 
-    For jobs enqueued while the setting said otherwise (a rate added, or removed): a
-    worker does it when it starts and every minute. Rows another transaction holds (an
+    For jobs enqueued, or admitted to their key's slot, while the setting said otherwise
+    (a rate added, or removed; a worker still on the old settings): a worker does it when
+    it starts and every minute. Rows another transaction holds (an
     enqueue not committed yet) are skipped, never waited for: the next pass gets them.
     Return how many jobs changed.
     """
@@ -184,7 +185,9 @@ def sync_blocked(using: str, batch_size: int = 1000) -> int:
     ready = Job.objects.using(using).filter(status=JobStatus.READY)
     moves = [(ready.filter(blocked=Blocked.RATE).exclude(queue__in=rated), Blocked.NONE)]
     if rated:
-        free = ready.filter(blocked=Blocked.NONE, concurrency_key__isnull=True, queue__in=rated)
+        # Keyed jobs too: an admitted keyed job (NONE) holds its key's slot, and in a
+        # rate-limited queue only the claims within the rate take it (RATE holds it as well).
+        free = ready.filter(blocked=Blocked.NONE, queue__in=rated)
         moves.append((free, Blocked.RATE))
     changed = 0
     for jobs, blocked in moves:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..db.outage import Outage
 from ..exceptions import MissingMigrations
-from ..models import Job
+from ..models import Isolation, Job
 from ..models.claim_shape import claim
 from .acks import SuccessBatch
 from .claim_ahead import ClaimAhead
@@ -143,7 +143,12 @@ class Claimer:
 
     def _claim_both(self, free: int) -> list[Job] | None:
         """Claim from the rate-limited queues (rated_queues.py) and the others, taking turns at
-        going first, so that neither starves the other of free threads; None after an error."""
+        going first, so that neither starves the other of free threads; None after an error.
+
+        A rate-limited job is claimed only to start at once: never beside a job that must run
+        alone (held, or claimed this turn), at whose gate it would wait with its rate slot
+        stamped. The rate counts starts, not claims.
+        """
         rated: list[Job] = []
         ordinary: list[Job] | None = []
         self._asked = free
@@ -154,28 +159,35 @@ class Claimer:
                 self.in_doubt = True
                 return None
         threads_free = min(free - len(ordinary), self.concurrency - len(self.held) - len(ordinary))
-        if threads_free > 0 and self.rated.queues and self.held.alone is None:
-            # Never into the prefetch (a start must follow its claim closely), and not while
-            # a job that must run alone is held (the others wait for it at the gate).
+        if threads_free > 0 and self.rated.queues and self.held.alone is None and not _alone(ordinary):
+            # Never into the prefetch (a start must follow its claim closely).
+            nothing_held = not self.held and not ordinary
             rated = self._guarded(
-                lambda: self.rated.claim(threads_free, self.paused.current(), nothing_held=not self.held),
+                lambda: self.rated.claim(threads_free, self.paused.current(), nothing_held=nothing_held),
                 "claiming rate-limited jobs",
             )
             if rated is None:
                 self.in_doubt = True  # it may have committed all the same: see release_unheld()
                 rated = []
         if rated_first and free > len(rated):
-            ordinary = self._guarded(lambda: self.claim(free - len(rated)), "claiming jobs")
+            ordinary = self._guarded(
+                lambda: self.claim(free - len(rated), alone_ok=not rated), "claiming jobs"
+            )
             if ordinary is None:
                 self.in_doubt = True
                 if not rated:
                     return None
                 ordinary = []
+            if rated and _alone(ordinary):  # a claim sent ahead, before this turn's rated claim
+                self.release(_alone(ordinary), quiet=True)
+                ordinary = [job for job in ordinary if job.isolation == Isolation.NONE]
         # A claim sent ahead asked for the free threads only (claim_ahead.py): full, it is not short.
         self.came_short = len(ordinary) + len(rated) < min(free, self._asked + len(rated))
         return [*rated, *ordinary]
 
-    def claim(self, limit: int) -> list[Job]:
+    def claim(self, limit: int, alone_ok: bool = True) -> list[Job]:
+        """Claim up to `limit` due jobs outside the rate-limited queues; one that must run alone
+        only if `alone_ok` and none is held."""
         flight = self.ahead.take()
         if flight is not None:  # PostgreSQL: sent when the notification was read (claim_ahead.py)
             jobs = self.ahead.read(flight, limit)
@@ -184,7 +196,7 @@ class Claimer:
                 return jobs
         self._asked = limit  # how many the claim asked for (_claim_both())
         worker = self.identity
-        waiting = self.held.alone is None  # one job that must run alone at a time
+        waiting = alone_ok and self.held.alone is None  # one job that must run alone at a time
         # A rate-limited queue's jobs are claimed within its rate only; left out here, in case
         # one was enqueued by a process without DBJOBS_QUEUE_LIMITS (see rates.sync_blocked()).
         paused = self.paused.current() | self.rated.all_names()
@@ -258,3 +270,8 @@ class Claimer:
             released,
             ",".join(job.pk for job in jobs),
         )
+
+
+def _alone(jobs: list[Job]) -> list[Job]:
+    """The jobs of `jobs` that must run alone (models.Isolation)."""
+    return [job for job in jobs if job.isolation != Isolation.NONE]

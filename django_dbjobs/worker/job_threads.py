@@ -30,14 +30,18 @@ class AloneGate:
     So when a worker dies during such a run, the job it was running alone is the only
     job that can have killed it (models.Isolation). A worker holds at most one of them.
     The main thread announces it (expect_alone()) before queueing it, so every job a
-    thread takes after that waits for it, wherever it is in the queue.
+    thread takes after that is held back, wherever it is in the queue, until it is done.
+    A job held back is set aside, never waited for on its thread: threads all waiting
+    with jobs held back would leave none to run the one that must run alone, queued
+    behind them (a worker that hung for good, heartbeating).
     """
 
     def __init__(self):
         self._changed = threading.Condition()
         self._others = 0
         self._alone = False  # one is queued, waiting for the others to finish, or running
-        self._waiting: list[Job] = []
+        self._waiting: list[Job] = []  # the job that must run alone, until the others end
+        self._set_aside: list[Job] = []  # held back until it is done: leave() hands them back
         self._closed = False
 
     def expect_alone(self) -> None:
@@ -45,39 +49,55 @@ class AloneGate:
             self._alone = True
 
     def enter(self, job: Job, alone: bool) -> bool:
-        """Wait until `job` may start; False if the gate was closed (shutdown: it is given back)."""
+        """Wait until `job` may start, if it must run alone; True if it may start now.
+
+        False if it may not: the gate closed (shutdown: it is given back), or `job` was
+        set aside until the job that must run alone is done (leave() hands it back).
+        """
         with self._changed:
-            if alone:
-                ready = lambda: self._others == 0  # noqa: E731
-            else:
-                ready = lambda: not self._alone  # noqa: E731
-            if not self._closed and not ready():
-                self._waiting.append(job)  # close() hands it back from here
-                self._changed.wait_for(lambda: self._closed or ready())
-                if self._closed:
-                    return False
-                self._waiting.remove(job)
             if self._closed:
                 return False  # still held: released with the others at the end of the grace
             if not alone:
+                if self._alone:
+                    self._set_aside.append(job)
+                    return False
                 self._others += 1
-            return True
+                return True
+            if self._others:
+                self._waiting.append(job)  # close() hands it back from here
+                self._changed.wait_for(lambda: self._closed or self._others == 0)
+                self._waiting.remove(job)
+            return not self._closed
 
     def close(self) -> list[Job]:
-        """Let no more jobs start (shutdown); return the jobs that were waiting to."""
+        """Let no more jobs start (shutdown); return the jobs that were waiting to, or set aside."""
         with self._changed:
             self._closed = True
-            waiting, self._waiting = self._waiting, []
+            waiting = self._waiting + self._set_aside
+            self._set_aside = []
             self._changed.notify_all()
             return waiting
 
-    def leave(self, alone: bool) -> None:
+    def withdraw(self, taken: list[Job]) -> list[Job]:
+        """Jobs taken out of the queue unstarted (`taken`): forget the one that must run alone
+        if it is among them (submit() announces it again), and return the jobs set aside."""
         with self._changed:
+            if any(job.isolation != Isolation.NONE for job in taken):
+                self._alone = False
+            set_aside, self._set_aside = self._set_aside, []
+            return set_aside
+
+    def leave(self, alone: bool) -> list[Job]:
+        """A job is done (or was not started); return the jobs set aside, to queue again."""
+        with self._changed:
+            set_aside = []
             if alone:
                 self._alone = False
+                set_aside, self._set_aside = self._set_aside, []
             else:
                 self._others -= 1
             self._changed.notify_all()
+            return set_aside
 
 
 class JobThreads:
@@ -147,14 +167,16 @@ class JobThreads:
 
         Closing also takes back the jobs threads have taken but are holding at the gate.
         """
-        unstarted = self._gate.close() if close else []
+        queued = []
         while True:
             try:
                 job = self._tasks.get_nowait()
             except queue_module.Empty:
-                return unstarted
+                break
             if job is not None:
-                unstarted.append(job)
+                queued.append(job)
+        held_back = self._gate.close() if close else self._gate.withdraw(queued)
+        return held_back + queued
 
     def stop(self) -> None:
         """Let each thread end once it is done with its current job."""
@@ -172,8 +194,9 @@ class JobThreads:
                 self.wake.set()
             if self._gate.enter(job, job.isolation != Isolation.NONE):
                 return job
-            # The gate closed (shutdown): the job is given back (take_unstarted(), or
-            # with the held jobs at the end of the grace).
+            # Set aside until the job that must run alone is done, or the gate closed
+            # (shutdown: it is given back by take_unstarted(), or with the held jobs at the
+            # end of the grace). Either way this thread takes the next job.
         return None
 
     def _work(self) -> None:
@@ -199,7 +222,8 @@ class JobThreads:
                 else:
                     not_stored = False
                 finally:
-                    self._gate.leave(alone)
+                    for held_back in self._gate.leave(alone):
+                        self._tasks.put(held_back)
                     last_job = time.monotonic()
                     self.on_done(job, None if began is None else last_job - began)
                 if not_stored:  # after on_done(): the job is no longer held, so it is given back

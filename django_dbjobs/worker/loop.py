@@ -204,6 +204,10 @@ class Worker:
                 self._wait(min(self.poll_interval, self._sweeper.due_in()), probe=False)
                 continue
             if idle and (self.burst or (self.max_jobs is not None and self.claimer.claimed >= self.max_jobs)):
+                if self.burst and self._admitted_before_exit():
+                    # Keyed jobs given back since the last look (one that must run alone
+                    # held, a release) wait for their key's slot again: due all the same.
+                    continue
                 self._acks.flush(force=True)
                 logger.info("Worker has no more work id=%s claimed=%s", self.id, self.claimer.claimed)
                 return
@@ -222,6 +226,11 @@ class Worker:
             )
             if woken:
                 self._claim_woken()
+
+    def _admitted_before_exit(self) -> bool:
+        """Whether a last look at every key admitted jobs (a burst worker about to exit)."""
+        self.admitter.look_now()
+        return self.admitter.admit_if_due() > 0
 
     def _claim_woken(self) -> None:
         """Woken: new jobs or a free thread. Claim now, the loop's housekeeping after (a success

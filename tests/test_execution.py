@@ -5,6 +5,7 @@ import traceback
 
 import pytest
 from django.db import transaction
+from django.db.models import F
 
 from django_dbjobs import enqueue
 from django_dbjobs.db.outage import Outage
@@ -289,3 +290,113 @@ def test_an_exception_whose_with_traceback_raises_is_recorded_all_the_same():
     assert execution.run(job, "w1") == JobStatus.FAILED
     job.refresh_from_db()
     assert job.errors[0]["exception_class_path"] == "tests.jobs.HostileError"
+
+
+def lose_the_answer_to(monkeypatch, status, meanwhile=None):
+    """The first UPDATE of a job to `status` commits, then its answer is lost.
+
+    As a server gone between its commit and its reply: the outage policy tries the
+    write again, and that try finds the row no longer RUNNING under this worker. With
+    `meanwhile`, the UPDATE never got there: `meanwhile()` moves the row instead.
+    """
+    from django.db import OperationalError
+
+    from django_dbjobs.models.queryset import JobQuerySet
+
+    real, lost = JobQuerySet.update, []
+
+    def update(self, **changes):
+        if lost or changes.get("status") != status:
+            return real(self, **changes)
+        lost.append(status)
+        if meanwhile is None:
+            real(self, **changes)
+        else:
+            meanwhile()
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(JobQuerySet, "update", update)
+    return lost
+
+
+def signals_sent():
+    events = []
+    receivers = {
+        job_finished: lambda sender, job, status, **kw: events.append(("finished", status)),
+        job_failed: lambda sender, job, error, **kw: events.append(("failed", error["summary"])),
+    }
+    for signal, receiver in receivers.items():
+        signal.connect(receiver, weak=False)
+    return events, receivers
+
+
+REPLAYS = {  # job, max_attempts, cancelled before it started: the status stored, the signals
+    "success": (jobs.add, 3, False, JobStatus.SUCCESSFUL, [("finished", "SUCCESSFUL")]),
+    "retry": (jobs.always_fails, 3, False, JobStatus.READY, [("finished", "READY")]),
+    "dead-letter": (
+        jobs.always_fails,
+        1,
+        False,
+        JobStatus.FAILED,
+        [("finished", "FAILED"), ("failed", "ValueError: boom")],
+    ),
+    "cancel": (
+        jobs.add,
+        3,
+        True,
+        JobStatus.FAILED,
+        [("finished", "FAILED"), ("failed", "JobCancelled: the job was cancelled before it started")],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REPLAYS, ids=list(REPLAYS))
+@pytest.mark.django_db(transaction=True)  # the outage policy closes the connection
+def test_an_outcome_stored_again_after_its_answer_was_lost_is_signalled_once(case, monkeypatch, caplog):
+    function, max_attempts, cancelled, status, expected = REPLAYS[case]
+    enqueue(function, *([2, 3] if function is jobs.add else []), max_attempts=max_attempts)
+    job = claim_one("w1")
+    if cancelled:
+        Job.objects.filter(pk=job.pk).request_cancel()
+        job.refresh_from_db()
+    lost = lose_the_answer_to(monkeypatch, status)
+    outage = Outage("default")
+    outage.pause = 0.01
+    events, receivers = signals_sent()
+    try:
+        assert execution.run(job, "w1", outage=outage) == status
+    finally:
+        for signal, receiver in receivers.items():
+            signal.disconnect(receiver)
+    assert lost == [status], "the first try committed and raised"
+    assert events == expected
+    assert not [r for r in caplog.records if "outcome dropped" in r.getMessage()]
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, len(stored.errors)) == (status, 0 if case == "success" else 1)
+
+
+@pytest.mark.parametrize("case", ["success", "retry", "dead-letter"])
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_lost_with_the_lease_during_an_outage_is_dropped_unsignalled(case, monkeypatch, caplog):
+    function, max_attempts, _cancelled, status, _expected = REPLAYS[case]
+    enqueue(function, *([2, 3] if function is jobs.add else []), max_attempts=max_attempts)
+    job = claim_one("w1")
+    # Before the write got there, a sweep gave the job back and another worker ran it.
+    swept = Job.objects.filter(pk=job.pk)
+    lose_the_answer_to(
+        monkeypatch,
+        status,
+        meanwhile=lambda: swept.update(status=JobStatus.SUCCESSFUL, worker="w2", pickups=F("pickups") + 1),
+    )
+    outage = Outage("default")
+    outage.pause = 0.01
+    events, receivers = signals_sent()
+    try:
+        assert execution.run(job, "w1", outage=outage) is None
+    finally:
+        for signal, receiver in receivers.items():
+            signal.disconnect(receiver)
+    assert events == []
+    assert [r for r in caplog.records if "outcome dropped" in r.getMessage()]
+    stored = Job.objects.get(pk=job.pk)
+    assert (stored.status, stored.worker, stored.errors) == (JobStatus.SUCCESSFUL, "w2", [])

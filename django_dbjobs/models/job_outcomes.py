@@ -27,12 +27,33 @@ class JobOutcomes:
         # The pickup fences too: a worker that lost this job and claimed it again
         # must not finish the new pickup with the old one's outcome.
         owned = self._jobs().owned_by(owner).filter(pk=self.pk, pickups=self.pickups)
-        won = self._write(owned, changes)
+        won = self._write(owned, changes) or self._stored_before(owner, changes)
         if won:
             for field, value in changes.items():
                 if not hasattr(value, "resolve_expression"):
                     setattr(self, field, value)
         return won
+
+    def _stored_before(self, owner: str, changes: dict[str, Any]) -> bool:
+        """Whether an earlier try of this outcome write committed while its answer was lost.
+
+        db/outage.py tries such a write again, and the new try fails the fence: without this
+        the worker would drop an outcome that is stored, and never send its signals. A failed
+        attempt's record (its worker, attempt and time) is written by this write alone: found
+        among the row's errors, it was stored, whatever moved the row since. A success is this
+        write's if the row is SUCCESSFUL under `owner` at this pickup: a sweep clears the
+        worker, and a new claim counts the pickups up.
+        """
+        status = changes.get("status")
+        if status not in (*FINAL, JobStatus.READY):
+            return False
+        row = self._jobs().filter(pk=self.pk).values("status", "worker", "pickups", "errors").first()
+        if row is None:  # deleted since: nothing to tell
+            return False
+        if "errors" in changes:
+            stored = {_attempt_of(error) for error in row["errors"] or [] if isinstance(error, dict)}
+            return _attempt_of(changes["errors"][-1]) in stored
+        return (row["status"], row["worker"], row["pickups"]) == (status, owner, self.pickups)
 
     def _write(self, fenced, changes: dict[str, Any]) -> bool:
         """UPDATE this job's `fenced` row with `changes`; settle its workflow if they are final.
@@ -181,3 +202,8 @@ class JobOutcomes:
         """Give a job back unfinished (shutdown): READY again, its pickup undone."""
         owned = self._jobs().owned_by(worker)
         return bool(owned.filter(pk=self.pk, pickups=self.pickups)._refund())
+
+
+def _attempt_of(error: dict) -> tuple:
+    """What tells one failed attempt's record from any other: its worker, attempt and time."""
+    return (error.get("worker"), error.get("attempt"), error.get("at"))

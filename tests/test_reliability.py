@@ -12,7 +12,9 @@ import time
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import F
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from django_dbjobs import bulk_enqueue, enqueue, prepare
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
@@ -77,6 +79,43 @@ def test_frozen_worker_wakes_to_find_its_outcome_dropped(run_jobs, record_file):
     # both ran: at least once, finalised once
     assert sorted(record_file.read_text().split()) == ["started:x", "started:x", "x", "x"]
     assert "Job outcome dropped" in frozen.output()
+
+
+def test_a_claim_committed_behind_a_live_workers_back_is_given_back_and_runs(run_jobs):
+    """A claim that commits after its worker gave back what it did not hold (a PostgreSQL
+    LISTEN connection broken mid-claim, the server running on): its job is RUNNING under a
+    live, heartbeating worker, which no sweep judges. The worker itself gives it back within
+    a sweep interval, its attempt refunded, and runs it."""
+    job = enqueue(jobs.add, 2, 3, delay=3600)  # not due: the worker never claims it itself
+    worker = run_jobs("--poll-interval", "0.1")
+    row = WorkerProcess.objects.filter(pid=worker.process.pid)
+    assert wait_for(row.exists, 30), worker.output()
+    worker_id = row.get().pk
+    a_minute_ago = timezone.now() - datetime.timedelta(seconds=60)
+    # What a claim writes (db/claims.py claim_mark()), committed from here, a minute old.
+    committed = Job.objects.filter(pk=job.pk, status=JobStatus.READY).update(
+        status=JobStatus.RUNNING,
+        worker=worker_id,
+        attempts=F("attempts") + 1,
+        pickups=F("pickups") + 1,
+        worker_ids=[worker_id],
+        run_at=a_minute_ago,
+        started_at=a_minute_ago,
+        last_attempted_at=a_minute_ago,
+    )
+    assert committed == 1
+    committed_at = time.monotonic()
+    assert wait_for(lambda: Job.objects.filter(pk=job.pk, status=JobStatus.SUCCESSFUL).exists(), 20), (
+        "still RUNNING under a live worker that does not hold it\n" + worker.output()
+    )
+    took = time.monotonic() - committed_at
+    assert took < 0.3 + 0.1 + 3, f"took {took:.1f}s"  # sweep interval + a poll + slack
+    assert WorkerProcess.objects.filter(pk=worker_id).exists(), "given back by its live worker, not a sweep"
+    worker.signal()
+    assert worker.wait() == 0
+    job.refresh_from_db()
+    assert (job.return_value, job.attempts, job.pickups, job.worker_ids) == (5, 1, 2, [worker_id])
+    assert "Jobs this worker did not hold released count=1" in worker.output()
 
 
 def test_poison_job_is_dead_lettered_after_max_attempts_charged_pickups(run_jobs):

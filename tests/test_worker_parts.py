@@ -1,5 +1,6 @@
 """The worker's parts, built and driven without a Worker: each receives what it uses."""
 
+import datetime
 import time
 
 import pytest
@@ -109,6 +110,33 @@ def test_a_worker_in_doubt_at_shutdown_gives_back_what_it_owns_and_does_not_hold
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker, stored.attempts) == (JobStatus.READY, None, before)
     assert not built.claimer.in_doubt
+
+
+def test_every_sweep_interval_a_worker_gives_back_what_it_owns_and_does_not_hold(settings):
+    """A claim that committed after the worker gave back what it did not hold: RUNNING under a
+    live worker. The reconcile gives such a job back (READY, attempt refunded) once claimed a
+    while ago by the database clock, and never one it holds, one whose success waits in the
+    batch, a stuck one, or one claimed moments ago."""
+    settings.DBJOBS_SWEEP_INTERVAL = 60
+    built = assembled(concurrency=5)
+    names = ["lost", "fresh", "held", "pending", "stuck"]
+    enqueued = {name: enqueue(jobs.add, number, 1) for number, name in enumerate(names)}
+    assert built.claimer.claim_free_slots() == 5
+    taken = {job.pk: job for job in built.threads.take_unstarted()}
+    job = {name: taken[enqueued[name].pk] for name in names}
+    built.acks.add(job["pending"], 2)  # handed to the batch, then no longer held
+    built.held.remove([job["lost"], job["fresh"], job["pending"]])
+    built.held.abandon(job["stuck"])
+    a_minute_ago = timezone.now() - datetime.timedelta(seconds=60)
+    Job.objects.exclude(pk=job["fresh"].pk).update(last_attempted_at=a_minute_ago)  # claimed then
+    assert built.reconciler.reconcile_if_due() == 1
+    assert built.reconciler.reconcile_if_due() is None, "not again within DBJOBS_SWEEP_INTERVAL"
+    stored = {name: Job.objects.get(pk=enqueued[name].pk) for name in names}
+    lost = stored["lost"]
+    assert (lost.status, lost.worker, lost.attempts) == (JobStatus.READY, None, 0)
+    assert [stored[name].status for name in names[1:]] == [JobStatus.RUNNING] * 4
+    built.acks.flush(force=True)
+    assert Job.objects.get(pk=job["pending"].pk).status == JobStatus.SUCCESSFUL
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "recording-failed"])

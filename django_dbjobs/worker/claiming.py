@@ -237,13 +237,12 @@ class Claimer:
 
         A claim can commit while its answer is lost (the connection broke after the
         COMMIT): those rows are RUNNING under a live, heartbeating worker, so no sweep
-        would ever recover them. Only the main thread claims, and a job moves from the
-        held jobs to the pending successes, so reading them in that order misses none.
-        A claim sent ahead is landed (held) first; a stuck job (HeldJobs.abandon()) stays.
+        would ever recover them. A claim sent ahead is landed (held) first; what stays
+        is in HeldJobs.kept(). One that commits later still: see reconcile.py.
         """
         self.ahead.land()
         worker = self.identity
-        held = self.held.ids() | self.acks.pending_ids() | self.held.abandoned()
+        held = self.held.kept(self.acks.pending_ids)
         released = Job.objects.using(worker.using).release_unheld(worker.id, held)
         if released:
             logger.warning("Jobs this worker did not hold released count=%s id=%s", released, worker.id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from ..models import Isolation, Job
 
@@ -14,8 +15,8 @@ class HeldJobs:
     handed to the success batch). At most one held job is one that must run alone
     (`alone`; see models.Isolation). A job given up as stuck (worker/stuck.py) is no
     longer held, yet its call runs on: its id stays in `abandoned`, so that jobs given
-    back as not held (Claimer.release_unheld()) never include it. Safe to use from any
-    thread.
+    back as not held (Claimer.release_unheld(), reconcile.py) never include it. Safe to
+    use from any thread.
     """
 
     def __init__(self):
@@ -65,6 +66,16 @@ class HeldJobs:
         """Ids of the jobs abandon() stopped holding."""
         with self._lock:
             return set(self._abandoned)
+
+    def kept(self, pending: Callable[[], set[str]]) -> set[str]:
+        """Ids of the jobs never given back as not held: held, `pending()`, abandoned.
+
+        Read on the main thread, which alone claims and stores the success batch. A job
+        goes to the batch (`pending`) before it leaves the held jobs, so reading them in
+        this order misses none; one finished and stored in between is no longer RUNNING.
+        """
+        held = self.ids()
+        return held | pending() | self.abandoned()
 
     def all(self) -> list[Job]:
         with self._lock:

@@ -177,6 +177,7 @@ class Worker:
             if self._stopping:
                 continue
             self._acks.flush()
+            self.parts.reconciler.reconcile_if_due()  # jobs it owns and does not hold (reconcile.py)
             self.admitter.admit_if_due()
             self.claimer.rated.sync_if_due(self._outage.call)
             if self._drained:

@@ -23,6 +23,7 @@ from .identity import DatabaseErrors, Identity
 from .job_threads import JobThreads
 from .lease import Lease
 from .prefetch import Prefetch
+from .reconcile import Reconciler
 from .wake_event import WakeEvent
 
 
@@ -43,6 +44,7 @@ class Parts:
     claimer: Claimer
     admitter: Admitter
     cancels: CancelWatch
+    reconciler: Reconciler
     #: Stuck jobs with a concurrency key, recorded at the end of the shutdown (stuck.py).
     stuck: list = field(default_factory=list)
 
@@ -95,6 +97,7 @@ def assemble(
     queues = identity.queues or None
     admitter = Admitter(identity.using, outage, lambda: Scope(queues, paused.names))
     cancels = CancelWatch(identity, held, outage, lease)
+    reconciler = Reconciler(identity, outage, held=held, pending=acks.pending_ids, land=claimer.ahead.land)
     return Parts(
         identity,
         wake,
@@ -109,4 +112,5 @@ def assemble(
         claimer,
         admitter,
         cancels,
+        reconciler,
     )

@@ -85,3 +85,9 @@ class DependencyFailed(JobCancelled):
 
 class BatchFinished(InvalidJob):
     """A job was added to a batch that has finished: its callbacks already ran."""
+
+
+class DependencyCycle(InvalidJob):
+    """A job would wait for itself, and never run: a job it waits for (``after=``) waits, at
+    once or through other jobs and batches, for a callback of the batch it joins, which
+    waits for every job of its batch. Raised before anything is written."""

@@ -24,6 +24,7 @@ from .indexes import (
     RatedJobsIndex,
     ReadyJobsIndex,
     RunningJobsIndex,
+    UncountedEdgesIndex,
     UniqueKeyIndex,
 )
 from .migration_history import pending_migrations, require_migrated
@@ -40,6 +41,7 @@ __all__ = [
     "RatedJobsIndex",
     "ReadyJobsIndex",
     "RunningJobsIndex",
+    "UncountedEdgesIndex",
     "UniqueKeyIndex",
     "error_kind",
     "pending_migrations",

@@ -1,4 +1,4 @@
-"""Partial indexes of the job table, and their plain stand-ins on MySQL/MariaDB."""
+"""Partial indexes of the job and dependency tables, and their plain stand-ins on MySQL/MariaDB."""
 
 from __future__ import annotations
 
@@ -127,3 +127,12 @@ class BatchJobsIndex(PartialIndex):
 
     where = Q(batch__isnull=False)
     plain = ("batch",)
+
+
+class UncountedEdgesIndex(PartialIndex):
+    """The dependency rows whose upstream's outcome is still to count: the waits in progress
+    (dbjobs_status's stuck workflows). Counted rows, most of the table, are left out; on
+    MySQL/MariaDB led by ``counted``, rewritten once per row, when it is counted."""
+
+    where = Q(counted=False)
+    lead = ("counted",)

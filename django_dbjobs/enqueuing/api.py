@@ -24,7 +24,16 @@ from ..models.states import rated_queues
 from ..registry import discovery
 from ..registry.registered import RegisteredJob
 from ..signals import has_receivers, job_enqueued
-from . import enqueuer_context, insert_one, inserts, rows, validation, wakeup, workflow_options
+from . import (
+    enqueuer_context,
+    insert_one,
+    inserts,
+    rows,
+    validation,
+    wakeup,
+    workflow_cycles,
+    workflow_options,
+)
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -224,6 +233,7 @@ def store_new(
     upstream, run_on_failure = workflow_options.waits(after, after_failure)
     if batch_id is None and not upstream:
         return store(rows.build(fields, using), fields, using)
+    workflow_cycles.refuse(using, batch_id, upstream)
     return _store_in_workflow(fields, using, batch_id, upstream, run_on_failure)
 
 

@@ -15,7 +15,7 @@ from ..flow import keys
 from ..models import Blocked, Job
 from ..models.states import rated_queues
 from ..signals import has_receivers
-from . import copy_rows, inserts, rows, validation, workflow_options
+from . import copy_rows, inserts, rows, validation, workflow_cycles, workflow_options
 from .api import JobTarget, _enqueued, job_fields, prepare
 from .clock_once import clock_values
 
@@ -46,6 +46,7 @@ def bulk_enqueue(
     using = jobs[0]._state.db or router.db_for_write(Job)
     batch_id = workflow_options.batch_of(batch, using)
     upstream, run_on_failure = workflow_options.waits(after, after_failure)
+    workflow_cycles.refuse(using, batch_id, upstream, many=True)
     with transaction.atomic(using=using):
         waits = _Waits(using, upstream, run_on_failure)
         for field, value in waits.fields.items():
@@ -159,6 +160,7 @@ def enqueue_many(
     upstream, run_on_failure = workflow_options.waits(after, after_failure)
     if not each:
         return []
+    workflow_cycles.refuse(using, batch_id, upstream, many=True)
     with transaction.atomic(using=using):
         waits = _Waits(using, upstream, run_on_failure)
         common.update(waits.fields)

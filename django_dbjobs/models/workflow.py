@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from .. import db
 from .ids import new_id
 
 
@@ -87,6 +88,7 @@ class JobDependency(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job", "upstream"], name="dbjobs_dependency_once"),
         ]
+        indexes = [db.UncountedEdgesIndex(fields=["job", "upstream"], name="dbjobs_dep_uncounted_idx")]
 
     def __str__(self) -> str:
         return f"{self.job_id} after {self.upstream}"

@@ -1,8 +1,8 @@
 """The health of the queues, for `manage.py dbjobs_status`: counts, lag, workers, and verdicts.
 
 A handful of grouped queries on partial indexes (queue_stats.queue_rows(), the jobs
-handed back as unknown, flow control (flow_status.py), open batches (workflow_status.py),
-and one on the worker table),
+handed back as unknown, flow control (flow_status.py), open batches and the dependency rows
+still to count (workflow_status.py), and one on the worker table),
 never a scan of the finished jobs, so it is cheap enough for a probe that runs every few
 seconds against a table of millions of rows.
 """
@@ -36,7 +36,7 @@ class Status:
     unknown: list[UnknownName] = field(default_factory=list)
     #: Concurrency keys at their limit, rate use, jobs asked to stop.
     flow: FlowStatus = field(default_factory=FlowStatus)
-    #: Batches not finished yet.
+    #: Batches not finished yet, and what can no longer finish.
     workflows: WorkflowStatus = field(default_factory=WorkflowStatus)
 
     @property
@@ -137,7 +137,8 @@ def judge(
 ) -> list[str]:
     """The problems found against the thresholds given, and those always found (status.problems).
 
-    Always: jobs a worker did not know, and due jobs in a queue no live worker serves.
+    Always: jobs a worker did not know, due jobs in a queue no live worker serves, and
+    workflows that can no longer finish.
     A paused queue's lag is the operator's choice, not a problem: it is not judged.
     """
     problems = standing_problems(status)
@@ -157,7 +158,8 @@ def judge(
 
 
 def standing_problems(status: Status) -> list[str]:
-    """What is wrong whatever the thresholds: jobs no worker knows, queues no live worker serves."""
+    """What is wrong whatever the thresholds: jobs no worker knows, queues no live worker
+    serves, workflows stuck for ever."""
     problems = [
         f"job {unknown.name!r} (queue {unknown.queue!r}): {unknown.count} ready jobs that a worker did "
         f"not know; dead-lettered from {unknown.dead_letter_at:%Y-%m-%d %H:%M:%S} UTC unless a worker "
@@ -169,6 +171,7 @@ def standing_problems(status: Status) -> list[str]:
         if status.unserved(row):
             why = f"live workers serve {', '.join(served)}" if status.workers else "no live worker at all"
             problems.append(f"queue {row.name!r}: {row.due} due jobs and no live worker serves it ({why})")
+    problems.extend(item.message for item in status.workflows.stuck)
     return problems
 
 

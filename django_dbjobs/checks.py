@@ -229,6 +229,7 @@ def check_settings(app_configs=None, **kwargs):
         checks.Error(problem, hint="For example: {'emails': {'rate': '100/m'}}.", id="dbjobs.E031")
         for problem in rates.setting_problems(settings.QUEUE_LIMITS)
     )
+    errors.extend(unused_limit_warnings())
     errors.extend(unknown_setting_warnings())
     errors.extend(sqlite_warnings(connections.settings))
     return errors
@@ -268,6 +269,34 @@ def unimported_job_warnings() -> list[checks.Warning]:
     ]
 
 
+def unused_limit_warnings() -> list[checks.Warning]:
+    """A DBJOBS_QUEUE_LIMITS queue that no job, schedule or setting names: a typo limits nothing."""
+    from . import registry
+    from .operations import known_queues
+
+    limits = settings.QUEUE_LIMITS
+    if not isinstance(limits, dict) or rates.setting_problems(limits):
+        return []  # dbjobs.E031 says what is wrong
+    if not set(limits) <= known_queues.declared():
+        registry.discovered_with_errors()  # the job modules' @job(queue=...) count too
+    declared = sorted(known_queues.declared())
+    warnings = []
+    for queue in sorted(set(limits) - set(declared)):
+        close = difflib.get_close_matches(queue, declared, n=1, cutoff=0.6)
+        warnings.append(
+            checks.Warning(
+                f"DBJOBS_QUEUE_LIMITS limits queue {queue!r}, which no registered job, schedule or "
+                "setting names (nor DBJOBS_QUEUES): the limit may apply to nothing.",
+                hint=(f"Did you mean {close[0]!r}? " if close else "")
+                + "A queue named only in enqueue(queue=...) is not seen here: list it in DBJOBS_QUEUES "
+                "or silence dbjobs.W005.",
+                obj=queue,
+                id="dbjobs.W005",
+            )
+        )
+    return warnings
+
+
 #: Settings that were renamed before a release: the name to use now.
 RENAMED = {"DBJOBS_PREPARED_CLAIMS": "DBJOBS_PREPARED_STATEMENTS"}
 
@@ -299,7 +328,10 @@ def schedule_errors() -> list[checks.Error]:
     """One error per problem of DBJOBS_SCHEDULES, naming the schedule."""
     from .schedules.definitions import settings_problems
 
-    return [
+    # Checking a schedule's job imports the job modules: one that raises is named here,
+    # instead of its traceback stopping check, migrate and runserver.
+    broken = job_module_errors() if settings.SCHEDULES else []
+    return broken + [
         checks.Error(
             problem,
             hint="See 'Periodic jobs' in the docs: {'job': 'app.jobs.report', 'cron': '30 2 * * *', "
@@ -307,6 +339,22 @@ def schedule_errors() -> list[checks.Error]:
             id="dbjobs.E017",
         )
         for problem in settings_problems()
+    ]
+
+
+def job_module_errors() -> list[checks.Error]:
+    """One error per job module that fails to import; its traceback is logged once."""
+    from . import registry
+
+    return [
+        checks.Error(
+            f"Job module {module} failed to import: {error}.",
+            hint="Its traceback is in the log (logger django_dbjobs). Workers refuse to start "
+            "until it imports, and schedules of its jobs cannot be checked.",
+            obj=module,
+            id="dbjobs.E032",
+        )
+        for module, error in registry.discovered_with_errors()[1].items()
     ]
 
 

@@ -2,6 +2,7 @@ import pytest
 from django.core import checks
 from django.db import connection
 
+from django_dbjobs import registry
 from django_dbjobs.checks import check_databases, check_settings, sqlite_warnings
 from django_dbjobs.db import SQLITE_RECOMMENDED_OPTIONS
 
@@ -104,3 +105,38 @@ def test_sqlite_too_old_for_the_claim_is_an_error_at_start(monkeypatch):
     assert error.id == "dbjobs.E015" and "3.34.1" in error.msg
     with pytest.raises(UnsupportedDatabase, match="3.35"):
         db.ensure_supported("default")
+
+
+BROKEN = "dbjobs_test_broken_jobs"
+
+
+@pytest.fixture
+def broken_job_module(tmp_path, monkeypatch, settings):
+    """A job module that raises on import, as a jobs.py reading a missing setting does."""
+    (tmp_path / f"{BROKEN}.py").write_text('raise RuntimeError("settings.SHOP_API_URL is not set")\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_import_errors", None)  # as in a process that has not imported them yet
+    monkeypatch.setattr(registry, "_discovered", False)
+    settings.DBJOBS_JOB_MODULES = [BROKEN]
+
+
+def test_a_job_module_that_fails_to_import_is_a_check_error_naming_it(broken_job_module, settings):
+    settings.DBJOBS_SCHEDULES = {
+        "nightly": {"job": "tests.jobs.scheduled", "cron": "0 3 * * *"},
+        "orphan": {"job": f"{BROKEN}.report", "cron": "0 3 * * *"},
+    }
+    errors = check_settings()
+    assert ids(errors) == ["dbjobs.E017", "dbjobs.E032"]
+    broken, orphan = sorted(errors, key=lambda e: e.id, reverse=True)
+    assert broken.obj == BROKEN and "RuntimeError: settings.SHOP_API_URL is not set" in broken.msg
+    assert "DBJOBS_SCHEDULES['orphan']['job']" in orphan.msg and "fails to import" in orphan.msg
+
+
+def test_a_rate_limit_on_a_queue_nothing_names_is_warned_about_with_the_closest_name(settings):
+    settings.DBJOBS_QUEUE_LIMITS = {"emials": {"rate": "100/m"}, "emails": {"rate": "10/s"}}
+    (warning,) = check_settings()  # emails: @job(queue="emails") in tests/jobs.py
+    assert (warning.id, warning.obj) == ("dbjobs.W005", "emials")
+    assert "DBJOBS_QUEUE_LIMITS limits queue 'emials'" in warning.msg
+    assert warning.hint.startswith("Did you mean 'emails'?")
+    settings.DBJOBS_QUEUES = ["default", "emials"]  # listed: a queue the project means
+    assert check_settings() == []

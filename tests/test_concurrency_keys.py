@@ -97,11 +97,11 @@ def test_bad_keys_and_limits_are_refused_and_nothing_is_written(options, message
 def test_a_template_that_does_not_fit_the_arguments_is_refused():
     from django_dbjobs import job as job_decorator
 
-    @job_decorator(name="tests.keyed_missing", concurrency_key="x:{missing}")
+    @job_decorator(name="tests.keyed_missing", concurrency_key="x:{1}")
     def keyed_missing(a):
         return a
 
-    with pytest.raises(InvalidJob, match=r"template 'x:\{missing\}' does not fit"):
+    with pytest.raises(InvalidJob, match=r"template 'x:\{1\}' does not fit"):
         enqueue(keyed_missing, 1)
     assert not Job.objects.exists()
 
@@ -113,6 +113,26 @@ def test_a_bad_key_option_is_refused_at_registration():
         job_decorator(name="tests.bad_key", concurrency_key=3)(lambda: None)
     with pytest.raises(InvalidJob, match="concurrency_limit needs a concurrency_key"):
         job_decorator(name="tests.bad_limit", concurrency_limit=3)(lambda: None)
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("sync:{acount_id}", r"names 'acount_id', which is not a parameter .*Did you mean \{account_id\}"),
+        ("sync:{tenant}", r"names 'tenant', which is not a parameter"),
+        ("sync:{account_id", r"template 'sync:\{account_id' is malformed"),
+    ],
+)
+def test_a_template_naming_no_parameter_is_refused_at_registration(template, message):
+    from django_dbjobs import job as job_decorator
+
+    def sync_account(account_id, full=False):
+        pass
+
+    with pytest.raises(InvalidJob, match=message):
+        job_decorator(name="tests.misspelled_key", concurrency_key=template)(sync_account)
+    for fits in ("sync:{account_id}", "sync:{account_id.real}:{full!r}", "sync:{0}"):
+        job_decorator(name="tests.fitting_key", concurrency_key=fits)(sync_account)
 
 
 @pytest.mark.django_db

@@ -284,3 +284,21 @@ def test_an_every_hour_job_runs_in_a_repeated_hour_followed_by_days_without_runs
     cron = Cron(expression, zone)
     runs = fires(cron, after, "2026-12-31T00:00")[:200]
     assert repeated in runs
+
+
+@pytest.mark.parametrize(
+    "policy, window, reason",
+    [
+        (
+            "latest",
+            WINDOW,
+            "the latest, due 2026-05-01T11:30:00+00:00, was 1800 s late, "
+            "past its catch_up_window of 600 s, so none ran",
+        ),
+        ("latest", datetime.timedelta(hours=1), "missed_runs=latest runs the latest missed due time only"),
+        ("skip", WINDOW, "missed_runs=skip runs none"),
+    ],
+)
+def test_a_plan_says_why_its_missed_due_times_did_not_run(policy, window, reason):
+    result = plan(Cron("30 * * * *"), at("2026-05-01T09:30"), NOW, policy, window)
+    assert result.reason == reason

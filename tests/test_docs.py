@@ -63,3 +63,18 @@ def test_every_command_and_option_is_documented(command):
     }
     missing = [option for option in sorted(options) if f"``{option}" not in by_command[command]]
     assert not missing, f"{command}: options not documented in docs/reference/commands.rst: {missing}"
+
+
+def test_the_installation_page_names_the_latest_migration():
+    migrations = DOCS.parent / "django_dbjobs" / "migrations"
+    latest = max(p.stem for p in migrations.glob("0*.py"))
+    text = (DOCS / "installation.rst").read_text()
+    assert f"``{latest}``" in text, f"docs/installation.rst should say the migrations end at {latest}"
+
+
+def test_every_tasks_setting_shown_lists_its_queues():
+    """Pasted without QUEUES, TASKS allows only "default": the examples' queue_name="emails" would raise."""
+    for page in [DOCS.parent / "README.rst", *DOCS.rglob("*.rst")]:
+        for snippet in re.findall(r"TASKS = \{.*?(?:\n\s*\n|\Z)", page.read_text(), flags=re.S):
+            if "DatabaseBackend" in snippet:
+                assert '"QUEUES"' in snippet, f"{page.name}: {snippet[:80]!r}"

@@ -2,7 +2,8 @@ import pytest
 
 from django_dbjobs import job, registry
 from django_dbjobs.exceptions import InvalidJob, UnknownJob
-from tests import jobs
+from django_dbjobs.registry import discovery
+from tests import job_elsewhere, jobs
 
 
 def test_job_registers_under_its_dotted_path_and_stays_callable():
@@ -42,3 +43,25 @@ def test_unknown_names_and_unregistered_functions_raise():
 
 def test_resolve_accepts_the_plain_function_of_a_registered_job():
     assert registry.resolve(jobs.add.func) is jobs.add
+
+
+@pytest.mark.parametrize(
+    "module, filename",
+    [
+        ("django.core.management.commands.shell", "<string>"),  # manage.py shell -c, or piped input
+        (None, "<console>"),  # manage.py shell's plain console
+        ("__main__", "<ipython-input-3-1f2e>"),  # IPython
+    ],
+)
+def test_a_job_typed_in_manage_py_shell_is_told_to_move_to_a_jobs_module(module, filename):
+    namespace = {"__name__": module}
+    exec(compile("def cleanup():\n    pass\n", filename, "exec"), namespace)
+    registered = registry.RegisteredJob(namespace["cleanup"], f"{module}.cleanup", registry.JobOptions())
+    message = discovery.unimported_message(registered)
+    assert "was defined in a shell" in message and "from myapp.jobs import cleanup." in message
+    assert "DBJOBS_JOB_MODULES" not in message
+
+
+def test_a_job_in_a_module_file_is_still_told_both_fixes():
+    message = discovery.unimported_message(job_elsewhere.stray)
+    assert "or add 'tests.job_elsewhere' to DBJOBS_JOB_MODULES" in message

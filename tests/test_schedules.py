@@ -2,6 +2,7 @@
 
 import datetime
 import json
+import logging
 import threading
 import time
 
@@ -557,3 +558,15 @@ def test_schedules_need_use_tz():
         with override_settings(DBJOBS_SCHEDULES=SETTINGS):
             assert any("USE_TZ = True" in e.msg for e in checks.check_settings() if e.id == "dbjobs.E017")
     assert not Schedule.objects.exists()
+
+
+def test_the_missed_due_times_line_says_the_catch_up_window_stopped_the_run(caplog):
+    schedule = make(cron="0 0 1 1 *", missed_runs="latest", catch_up_window=600)
+    due = due_ago(schedule, 3600)
+    with caplog.at_level(logging.WARNING, logger="django_dbjobs"):
+        Scheduler("tests:1").fire_due()
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Schedule missed")]
+    assert "name=report missed=1 policy=latest ran=0" in line
+    assert f"the latest, due {due.isoformat()}, was " in line
+    assert line.endswith("past its catch_up_window of 600 s, so none ran")
+    assert not Job.objects.exists()

@@ -83,7 +83,10 @@ class DatabaseBackend(BaseTaskBackend):
             key = getattr(task, "unique_key", None)
             if key is not None and not (callable(key) or isinstance(key, str)):
                 raise InvalidJob(f"unique_key must be a string or a function, not {key!r}.")
-            keys.check_spec(getattr(task, "concurrency_key", None), getattr(task, "concurrency_limit", None))
+            concurrency_key = getattr(task, "concurrency_key", None)
+            keys.check_spec(concurrency_key, getattr(task, "concurrency_limit", None))
+            if isinstance(concurrency_key, str):
+                keys.check_template(task.func, concurrency_key)
             interruptible = getattr(task, "interruptible", None)
             if interruptible is not None and not isinstance(interruptible, bool):
                 raise InvalidJob(f"interruptible must be True or False, not {interruptible!r}.")

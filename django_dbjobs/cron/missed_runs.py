@@ -21,6 +21,8 @@ class Plan:
     next_due: datetime.datetime
     missed: int  # due times passed and not run (a lower bound when `more_missed`)
     more_missed: bool = False
+    #: Why the missed due times did not run, or only some did: for the scheduler's log line.
+    reason: str = ""
 
 
 def plan(
@@ -48,4 +50,27 @@ def plan(
     else:
         run = on_time
     skipped = len(times) - len(run) + earlier
-    return Plan(run, cron.next_after(times[-1]), skipped, more_missed=not exact)
+    why = _reason(policy, missed, bool(on_time), now, window)
+    return Plan(run, cron.next_after(times[-1]), skipped, more_missed=not exact, reason=why)
+
+
+def _reason(
+    policy: str,
+    missed: list[datetime.datetime],
+    on_time: bool,
+    now: datetime.datetime,
+    window: datetime.timedelta,
+) -> str:
+    """Why the missed due times did not all run, in words for the scheduler's log line."""
+    if policy == "latest" and missed and not on_time and now - missed[-1] > window:
+        return (
+            f"the latest, due {missed[-1].isoformat()}, was {(now - missed[-1]).total_seconds():.0f} s "
+            f"late, past its catch_up_window of {window.total_seconds():.0f} s, so none ran"
+        )
+    if policy == "latest" and on_time:
+        return "a due time came on time, so missed_runs=latest runs none of the missed ones"
+    return {
+        "latest": "missed_runs=latest runs the latest missed due time only",
+        "skip": "missed_runs=skip runs none",
+        "all": f"missed_runs=all runs the latest {MAX_CATCH_UP} at most",
+    }.get(policy, "")

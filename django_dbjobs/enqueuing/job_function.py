@@ -85,6 +85,8 @@ def job(
                 f"@job needs a module-level function; {qualname!r} is nested, so a worker "
                 "could not find it. Move it to module level or pass name=."
             )
+        if isinstance(concurrency_key, str):
+            keys.check_template(f, concurrency_key)
         return add(JobFunction(f, name or f"{f.__module__}.{qualname}", options))
 
     if func is not None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import re
+import string
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +26,34 @@ def check_spec(key: Any, limit: Any) -> None:
         check_limit(limit)
     if limit is not None and key is None:
         raise InvalidJob("concurrency_limit needs a concurrency_key: the jobs it limits share a key.")
+
+
+def check_template(func: Callable, template: str) -> None:
+    """Refuse a concurrency_key template naming a parameter `func` lacks, at @job time, not at enqueue.
+
+    Positional fields (``{0}``) are left to enqueue: an argument given by name has no position.
+    """
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(template) if field]
+    except ValueError as exc:
+        raise InvalidJob(f"concurrency_key template {template!r} is malformed: {exc}.") from None
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return  # a callable inspect cannot read: enqueue formats it, or says why not
+    parameters = signature.parameters
+    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return  # any name may come in **kwargs
+    for field in fields:
+        name = re.split(r"[.\[]", field, maxsplit=1)[0]  # {account.id}, {ids[0]}: the parameter
+        if name.isdigit() or name in parameters:
+            continue
+        close = difflib.get_close_matches(name, list(parameters), n=1)
+        raise InvalidJob(
+            f"concurrency_key template {template!r} names {name!r}, which is not a parameter of "
+            f"{getattr(func, '__qualname__', func)}{signature}."
+            + (f" Did you mean {{{close[0]}}}?" if close else "")
+        )
 
 
 def check_limit(limit: Any) -> int:

@@ -44,9 +44,28 @@ def imported_by_workers(registered: registry.RegisteredJob) -> bool:
 _imported_at_start: set[str] | None = None
 
 
+#: The __name__ a function typed in ``manage.py shell`` gets: ``-c`` and piped input run in
+#: the shell command's module, the plain console in none, IPython in __main__.
+_SHELL_MODULES = (None, "__main__", "django.core.management.commands.shell")
+
+
+def defined_in_shell(registered: registry.RegisteredJob) -> bool:
+    """Whether the job was typed in a shell or exec'd: no module file holds it for a worker to import."""
+    filename = getattr(getattr(registered.func, "__code__", None), "co_filename", "")
+    return registered.func.__module__ in _SHELL_MODULES or filename.startswith("<")
+
+
 def unimported_message(registered: registry.RegisteredJob) -> str:
     """What is wrong with a job defined outside the modules workers import, and the two fixes."""
     module = registered.func.__module__
+    if defined_in_shell(registered):
+        return (
+            f"Job {registered.name} was defined in a shell (manage.py shell, or code run with exec), "
+            "which no worker can import: they will hand its jobs back as unknown and dead-letter them "
+            f"{settings.UNKNOWN_JOB_GRACE:g} s after enqueue (DBJOBS_UNKNOWN_JOB_GRACE). Define it in "
+            "a 'jobs' module of an installed app (myapp/jobs.py), then import it in the shell: "
+            f"from myapp.jobs import {registered.func.__name__}."
+        )
     return (
         f"Job {registered.name} is defined in {module}, which workers do not import: they will hand "
         f"its jobs back as unknown and dead-letter them {settings.UNKNOWN_JOB_GRACE:g} s after enqueue "

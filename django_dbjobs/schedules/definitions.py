@@ -110,6 +110,11 @@ def _registered(name: Any):
     if not isinstance(name, str) or not name:
         raise InvalidJob(f"job must be the dotted name of a registered job, not {name!r}.")
     _short_text(name, "job", 255)
+    if registry.lookup(name) is None and registry.discovered_with_errors()[1]:
+        # get() would import the broken module again and raise its error (check dbjobs.E032 names it).
+        raise InvalidJob(
+            f"job {name!r} is not registered, and cannot be looked for while a job module fails to import."
+        )
     return registry.get(name)  # imports the job modules only when the name is not registered yet
 
 

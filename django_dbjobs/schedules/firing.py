@@ -100,12 +100,13 @@ def fire(schedule: Schedule, now: datetime.datetime, worker_id: str, using: str)
         return fired
     if plan.missed or plan.more_missed:
         logger.warning(
-            "Schedule missed due times name=%s missed=%s%s policy=%s ran=%s",
+            "Schedule missed due times name=%s missed=%s%s policy=%s ran=%s: %s",
             schedule.name,
             plan.missed,
             "+" if plan.more_missed else "",
             schedule.missed_runs,
             len(fired.jobs),
+            plan.reason,
         )
     for job, due in zip(fired.jobs, fired.due_times, strict=True):
         logger.info("Schedule fired name=%s due=%s job=%s", schedule.name, due.isoformat(), job.pk)

@@ -79,7 +79,7 @@ def test_a_job_that_checks_the_flag_stops_by_itself(run_jobs, record_file):
 @pytest.mark.parametrize("via", ["api", "admin"])
 def test_a_job_blocked_in_c_is_recorded_cancelled_and_its_worker_exits_3(run_jobs, record_file, via):
     job = enqueue(jobs.sleeps_in_c_untimed, 60, "blocked")
-    worker = run_jobs("--concurrency", "2", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
+    worker = run_jobs("--concurrency", "2", "--exit-when-stuck", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
     cancel_when_started(job, record_file, "blocked", via)
     assert worker.wait(60) == 3, worker.output()  # as a stuck timeout: its supervisor replaces it
     job.refresh_from_db()
@@ -140,7 +140,14 @@ def test_a_keyed_job_blocked_in_c_keeps_its_slot_until_its_worker_exits(run_jobs
     """Recorded (and its slot freed) only as its process exits: the stuck call runs until then."""
     job = enqueue(jobs.keyed_sleeps_in_c, "a", 60)
     busy = enqueue(jobs.runs_in_python, 6, "busy")  # keeps the worker in its grace for a while
-    worker = run_jobs("--concurrency", "2", "--shutdown-grace", "10", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
+    worker = run_jobs(
+        "--concurrency",
+        "2",
+        "--shutdown-grace",
+        "10",
+        "--exit-when-stuck",
+        env={"DBJOBS_TEST_STUCK_AFTER": "1"},
+    )
     assert wait_for(lambda: started(record_file, "a") and started(record_file, "busy"), timeout=20)
     Job.objects.filter(pk=job.pk).cancel()
     assert wait_for(lambda: "cannot be interrupted" in worker.output(), timeout=10), worker.output()

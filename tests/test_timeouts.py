@@ -10,7 +10,7 @@ from django.utils import timezone
 from django_dbjobs import enqueue
 from django_dbjobs.enqueuing import job_function as registry
 from django_dbjobs.exceptions import InvalidJob
-from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from django_dbjobs.worker import Worker
 from tests import jobs
 from tests.conftest import wait_for
@@ -108,6 +108,7 @@ def test_a_job_stuck_in_c_code_ends_its_process_under_the_supervisor(run_jobs, r
         "2",
         "--prefetch",
         "0",
+        "--exit-when-stuck",
         env={"DBJOBS_TEST_STUCK_AFTER": "1", "DBJOBS_TEST_RESTART_PAUSE": "0.2"},
     )
     assert wait_for(lambda: "started:stuck" in record_file.read_text().split()), supervisor.output()
@@ -125,10 +126,38 @@ def test_a_job_stuck_in_c_code_ends_its_process_under_the_supervisor(run_jobs, r
     assert supervisor.wait(30) == 0, supervisor.output()  # a requested stop; the death was logged
 
 
+@pytest.mark.parametrize("why", ["timeout", "cancel"])
+def test_a_stuck_job_never_takes_the_worker_down_its_process_starts_afresh(run_jobs, record_file, why):
+    """A plain run_jobs, nothing to restart it: the stuck job is recorded, and the same
+    process goes on as a fresh worker (a new identity), the stuck call gone with the old one."""
+    if why == "timeout":
+        stuck = enqueue(jobs.sleeps_in_c, 60, "stuck")
+    else:
+        stuck = enqueue(jobs.sleeps_in_c_untimed, 60, "stuck")
+    worker = run_jobs("--concurrency", "2", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
+    pid = worker.process.pid
+    assert wait_for(lambda: "started:stuck" in record_file.read_text().split()), worker.output()
+    (first,) = WorkerProcess.objects.filter(pid=pid).values_list("pk", flat=True)
+    if why == "cancel":
+        assert Job.objects.filter(pk=stuck.pk).cancel() == 1
+    assert wait_for(lambda: Job.objects.get(pk=stuck.pk).status == JobStatus.FAILED, timeout=30), (
+        worker.output()
+    )
+    fresh = WorkerProcess.objects.filter(pid=pid).exclude(pk=first)
+    assert wait_for(fresh.exists, timeout=30), worker.output()
+    assert worker.process.poll() is None and not WorkerProcess.objects.filter(pk=first).exists()
+    later = enqueue(jobs.add, 2, 3)
+    assert wait_for(lambda: Job.objects.get(pk=later.pk).status == JobStatus.SUCCESSFUL, 20), worker.output()
+    assert "stuck" not in record_file.read_text().split()  # the sleeping call never came back
+    assert "Replacing this worker process with a fresh run_jobs" in worker.output()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+
+
 def test_without_a_supervisor_a_stuck_job_is_recorded_and_the_worker_exits_3(run_jobs, record_file):
     stuck = enqueue(jobs.sleeps_in_c, 60, "stuck")
     other = enqueue(jobs.announce_sleep_record, 1.0, "other")
-    worker = run_jobs("--concurrency", "2", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
+    worker = run_jobs("--concurrency", "2", "--exit-when-stuck", env={"DBJOBS_TEST_STUCK_AFTER": "1"})
     assert worker.wait(60) == 3, worker.output()  # for systemd's Restart= (or Kubernetes) to replace it
     assert "cannot be interrupted" in worker.output()
     stuck.refresh_from_db()

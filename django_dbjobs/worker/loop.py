@@ -67,6 +67,8 @@ class Worker:
         self._pruner = Pruner(using)
         #: 0, or the status run_jobs exits with (a stuck job: stuck.py).
         self.exit_status = 0
+        #: A stop signal came (SIGTERM, SIGINT): after a stuck job, exit rather than start afresh.
+        self.stop_signalled = False
         self._parent = supervisor.supervisor_pid()  # a child of run_jobs --processes stops with it
         self._scheduler = Scheduler(self.id, using) if scheduler else None
         self.parts = parts = assemble(
@@ -146,6 +148,7 @@ class Worker:
             self.id,
             "releasing running jobs now" if self._stopping else "finishing running jobs",
         )
+        self.stop_signalled = True
         self.stop()
 
     def _database_error(self) -> None:

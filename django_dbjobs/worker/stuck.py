@@ -5,9 +5,10 @@ timeouts.STUCK_AFTER seconds after it was interrupted, the worker's loop records
 attempt as failed with a JobTimeout (retried or dead-lettered by the usual rules, the
 retry not before the stuck call's process is gone; the job's own late outcome is dropped
 by the fence). The worker then stops (its other jobs finish within the grace or are given
-back) and exits with EXIT_STATUS, for its supervisor (``run_jobs --processes``, systemd's
-``Restart=``, Kubernetes) to start a fresh process: a stuck thread would otherwise hold
-its slot, and the gate of jobs that run alone, for as long as the call lasts.
+back) and its process starts afresh (replacement.py), or, with ``--exit-when-stuck``,
+exits with EXIT_STATUS for its supervisor (``run_jobs --processes``, systemd's
+``Restart=``, Kubernetes) to start a fresh one: a stuck thread would otherwise hold its
+slot, and the gate of jobs that run alone, for as long as the call lasts.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def give_up(armed, worker: str, outage: Outage, held: HeldJobs, grace: float, de
     (record_deferred()): its outcome frees its key's slot, and the stuck call runs on
     until the process exits.
     """
-    then = "stopping this worker process (exit status 3) for its supervisor to replace it"
+    then = "stopping this worker process for a fresh one to take over"
     if armed.job.concurrency_key is not None:
         _log(armed, then + "; recorded as it exits, its concurrency slot held until then")
         deferred.append(armed)

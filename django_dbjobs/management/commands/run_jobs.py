@@ -11,7 +11,7 @@ from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.management.worker_checks import without_unused_checks
 from django_dbjobs.operations import known_queues
-from django_dbjobs.worker import supervisor
+from django_dbjobs.worker import replacement, supervisor
 from django_dbjobs.worker.loop import Worker
 from django_dbjobs.worker.progress import BurstProgress
 
@@ -67,6 +67,12 @@ class Command(BaseCommand):
             default=1,
             help="Worker processes to run and supervise, each with --concurrency threads (default: 1).",
         )
+        parser.add_argument(
+            "--exit-when-stuck",
+            action="store_true",
+            help="After a job that cannot be interrupted, exit with status 3 for your supervisor to "
+            "restart the worker, instead of replacing this process with a fresh run_jobs (the default).",
+        )
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def check(self, *args, **kwargs):
@@ -98,7 +104,8 @@ class Command(BaseCommand):
             else:
                 worker.run()
             if worker.exit_status:
-                self._exit_after_stuck_job(worker.exit_status)
+                replace = not (options["exit_when_stuck"] or worker.stop_signalled)
+                self._exit_after_stuck_job(worker.exit_status, replace)
         except (DbJobsError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
 
@@ -106,10 +113,16 @@ class Command(BaseCommand):
         supervisor.supervisor_pid()  # read (and hidden from job code) before anything runs
         return super().execute(*args, **options)
 
-    def _exit_after_stuck_job(self, status: int) -> None:
+    def run_from_argv(self, argv):
+        self._argv = list(argv)  # the command line a replacement runs again (replacement.py)
+        return super().run_from_argv(argv)
+
+    def _exit_after_stuck_job(self, status: int, replace: bool) -> None:
         message = "The worker stopped after a job it could not interrupt; exiting with status 3."
         if not getattr(self, "_called_from_command_line", False):
             raise CommandError(message, returncode=status)
+        if replace and replacement.possible():
+            replacement.replace(self._argv)  # returns only if it failed
         self.stderr.write(message)
         logging.shutdown()
         sys.stdout.flush()
@@ -143,6 +156,7 @@ class Command(BaseCommand):
             if options[option] is not None:
                 arguments += [f"--{option.replace('_', '-')}", str(options[option])]
         arguments += ["--burst"] * options["burst"] + ["--no-scheduler"] * options["no_scheduler"]
+        arguments += ["--exit-when-stuck"] * options["exit_when_stuck"]
         status = supervisor.Supervisor(
             supervisor.child_command(arguments),
             options["processes"],

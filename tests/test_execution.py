@@ -219,7 +219,7 @@ def test_a_return_value_that_is_not_json_is_a_type_error_logged_once(caplog):
     assert (job.errors[0]["exception_class_path"], job.attempts) == ("builtins.TypeError", 1)
     assert job.last_error == (
         "TypeError: The job ran, but its return value is an object, which is not JSON data. "
-        "Return ids, strings, numbers, lists and dicts."
+        "Return ids, strings, numbers, lists and dicts. Unsupported type: <class 'object'>."
     )
     assert job.errors[0]["traceback"] == job.last_error + "\n", "no frame of the worker's checks"
     (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]

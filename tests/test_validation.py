@@ -1,3 +1,4 @@
+import datetime
 import json
 import math
 
@@ -54,6 +55,15 @@ def test_a_return_value_that_is_not_json_raises_a_plain_type_error(value, messag
         validation.return_value(value, reject_nul=True)
     assert type(raised.value) is TypeError, "recorded as Django's task backends record it"
     assert str(raised.value).startswith(f"The job ran, but {message}")
+
+
+def test_an_object_json_has_no_type_for_is_named_in_djangos_words_too():
+    with pytest.raises(TypeError) as raised:
+        validation.payload((datetime.date(2030, 1, 2),), {}, reject_nul=True)
+    assert str(raised.value) == (
+        "args[0] is a date, which is not JSON data. Pass ids, strings and numbers, and load "
+        "objects inside the job. Unsupported type: <class 'datetime.date'>."
+    )
 
 
 def test_nul_is_allowed_where_the_database_stores_it():

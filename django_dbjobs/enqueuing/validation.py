@@ -20,9 +20,9 @@ def json_value(value: Any, where: str, reject_nul: bool, clean: bool = False) ->
 
     Raises InvalidJobArguments naming the place (`where`) of the first value that
     would not come back the same from JSON: NaN and infinities, non-string keys,
-    objects JSON has no type for, lone surrogates (no database stores them), and
-    U+0000 where the database cannot store it. With `clean` (a return value: the job has
-    already run), such characters are replaced with U+FFFD instead.
+    objects JSON has no type for (in Django's words too), lone surrogates (no database
+    stores them), and U+0000 where the database cannot store it. With `clean` (a return
+    value: the job has already run), such characters are replaced with U+FFFD instead.
     """
     if value is None or isinstance(value, bool | int):
         return value
@@ -50,7 +50,12 @@ def json_value(value: Any, where: str, reject_nul: bool, clean: bool = False) ->
         if clean
         else "Pass ids, strings and numbers, and load objects inside the job."
     )
-    raise InvalidJobArguments(f"{where} is {article(type(value).__name__)}, which is not JSON data. {advice}")
+    # The last sentence is Django's normalize_json() error, which Django's own tests of a
+    # backend look for; type.__repr__, as a metaclass's __repr__ could raise.
+    raise InvalidJobArguments(
+        f"{where} is {article(type(value).__name__)}, which is not JSON data. {advice} "
+        f"Unsupported type: {type.__repr__(type(value))}."
+    )
 
 
 def return_value(value: Any, reject_nul: bool) -> Any:

@@ -75,6 +75,10 @@ class UnimportedJobWarning(RuntimeWarning):
     """A job is defined in a module workers do not import: they would hand its jobs back as unknown."""
 
 
+class UnservedQueueWarning(RuntimeWarning):
+    """A job was enqueued (in DEBUG) on a queue nothing names and no live worker serves."""
+
+
 class DependencyFailed(JobCancelled):
     """Recorded for a job enqueued ``after=`` others when one of them failed: it never ran.
 

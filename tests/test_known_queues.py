@@ -46,3 +46,49 @@ def test_run_jobs_processes_warns_once_not_once_per_child(run_jobs):
     supervisor = run_jobs("--processes", "2", "--burst", "--queues", "emails,emial")
     assert supervisor.wait(60) == 0, supervisor.output()
     assert supervisor.output().count("Queue 'emial' is not used") == 1, supervisor.output()
+
+
+@pytest.fixture
+def debug(settings):
+    from django_dbjobs.enqueuing import unserved_queues
+
+    settings.DEBUG = True
+    unserved_queues.forget()
+    yield
+    unserved_queues.forget()
+
+
+@pytest.mark.usefixtures("debug")
+def test_in_debug_enqueue_on_a_queue_nothing_names_and_no_worker_serves_warns_once():
+    from django.db import transaction
+
+    from django_dbjobs.exceptions import UnservedQueueWarning
+
+    with pytest.warns(UnservedQueueWarning, match="Queue 'emials' is named by no registered job") as seen:
+        with transaction.atomic():
+            enqueue(jobs.add, 1, 2, queue="emials")
+            enqueue(jobs.add, 1, 2, queue="emials")  # once per queue
+            enqueue(jobs.add, 1, 2, queue="emails")  # named by a job: never
+    assert len(seen) == 1 and "Did you mean 'emails'?" in str(seen[0].message)
+    assert seen[0].filename == __file__  # points at the caller
+    assert Job.objects.filter(queue="emials").count() == 2  # stored all the same
+
+
+@pytest.mark.usefixtures("debug")
+def test_a_queue_a_live_worker_serves_is_not_warned_about(recwarn):
+    from django_dbjobs.models import WorkerProcess
+
+    WorkerProcess.objects.create(id="w1", hostname="h", pid=1, queues=[], concurrency=1)  # every queue
+    enqueue(jobs.add, 1, 2, queue="reports")
+    WorkerProcess.objects.all().delete()
+    WorkerProcess.objects.create(id="w2", hostname="h", pid=1, queues=["exports"], concurrency=1)
+    enqueue(jobs.add, 1, 2, queue="exports")
+    assert not [w for w in recwarn if "is named by no registered job" in str(w.message)]
+
+
+def test_without_debug_enqueue_never_looks(recwarn, settings):
+    from django_dbjobs.enqueuing import unserved_queues
+
+    unserved_queues.forget()
+    enqueue(jobs.add, 1, 2, queue="emials")
+    assert not [w for w in recwarn if "is named by no registered job" in str(w.message)]

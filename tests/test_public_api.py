@@ -35,6 +35,8 @@ PUBLIC = {
         "JobCancelled",
         "JobInterrupted",
         "UnimportedJobWarning",
+        "UnservedQueueWarning",
+        "DependencyCycle",
     ],
     "django_dbjobs.backend": ["DatabaseBackend", "DatabaseTask"],
     "django_dbjobs.db": ["SQLITE_RECOMMENDED_OPTIONS"],

@@ -29,6 +29,7 @@ from . import (
     insert_one,
     inserts,
     rows,
+    unserved_queues,
     validation,
     wakeup,
     workflow_cycles,
@@ -106,6 +107,7 @@ def job_fields(
     if check_signature:
         registered.check_arguments(clean_args, clean_kwargs)
     queue, priority, max_attempts = _options(registered, queue, priority, max_attempts)
+    unserved_queues.warn_if_unserved(queue, using)
     fields = {
         "name": registered.name,
         "args": clean_args,

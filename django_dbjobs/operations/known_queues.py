@@ -12,28 +12,15 @@ from __future__ import annotations
 import difflib
 import logging
 
-from django.conf import settings as django_settings
 from django.db import DatabaseError, InterfaceError
 
-from .. import registry
 from ..conf import settings
 from ..models import Job, JobStatus, Queue, Schedule
+from ..registry.queue_names import declared
+
+__all__ = ["declared", "unused", "warn_unused"]
 
 logger = logging.getLogger("django_dbjobs")
-
-
-def declared() -> set[str]:
-    """The queues the code and settings name: the default, registered jobs' and tasks', schedules', TASKS'."""
-    names = {settings.DEFAULT_QUEUE, *(settings.QUEUES or [])}
-    for registered in registry.registered().values():
-        names.add(registered.options.queue)
-        names.add(getattr(getattr(registered, "task", None), "queue_name", None))
-    for definition in (settings.SCHEDULES or {}).values():
-        if isinstance(definition, dict):
-            names.add(definition.get("queue"))
-    for backend in getattr(django_settings, "TASKS", {}).values():
-        names.update(backend.get("QUEUES") or [])
-    return {name for name in names if isinstance(name, str)}
 
 
 def unused(queues: list[str], using: str = "default") -> list[str]:

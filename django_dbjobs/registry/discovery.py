@@ -96,7 +96,7 @@ def warn_if_unimported(registered: registry.RegisteredJob) -> None:
     if not known:
         message = unimported_message(registered)
         logger.warning(message)
-        filename, lineno, module = _caller()
+        filename, lineno, module = caller()
         warnings.warn_explicit(message, UnimportedJobWarning, filename, lineno, module=module)
     _looked_at.add(registered.name)
 
@@ -117,7 +117,7 @@ _PACKAGES = tuple(
 )
 
 
-def _caller() -> tuple[str, int, str]:
+def caller() -> tuple[str, int, str]:
     """The file, line and module of the first caller outside django_dbjobs, Django and asgiref."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGES):

@@ -320,3 +320,55 @@ def horizontal_overflow(page) -> dict[str, int]:
         }"""
     )
     return {where: pixels for where, pixels in widths.items() if pixels > 0}
+
+
+#: The tops of the lines each text node of an element shows, for the two helpers below.
+_TEXT_LINES = """
+const textLines = (element) => {
+    const tops = [];
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        for (const rect of range.getClientRects()) if (rect.width > 0) tops.push(rect.top);
+    }
+    tops.sort((a, b) => a - b);
+    return tops.filter((top, index) => index === 0 || top - tops[index - 1] > 6).length;
+};
+"""
+
+
+def broken_words(page, selector: str) -> list[str]:
+    """The words (letters, digits) `selector`'s elements split over two lines ("defaul t"): [] if none.
+
+    A job's error (stored text, .dbjobs-error) may wrap anywhere, and is left out.
+    """
+    return page.evaluate(
+        """(selector) => {
+            const broken = [];
+            for (const element of document.querySelectorAll(selector)) {
+                const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+                for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                    if (node.parentElement.closest(".dbjobs-error")) continue;
+                    for (const word of node.data.matchAll(/[\\p{L}\\p{N}]+/gu)) {
+                        const range = document.createRange();
+                        range.setStart(node, word.index);
+                        range.setEnd(node, word.index + word[0].length);
+                        const tops = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+                        if (tops.size > 1) broken.push(word[0]);
+                    }
+                }
+            }
+            return broken;
+        }""",
+        selector,
+    )
+
+
+def most_lines(page, selector: str) -> int:
+    """The most lines of text any of `selector`'s elements takes (0 if none matches)."""
+    return page.evaluate(
+        f"(selector) => {{ {_TEXT_LINES} "
+        "return Math.max(0, ...[...document.querySelectorAll(selector)].map(textLines)); }",
+        selector,
+    )

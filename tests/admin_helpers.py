@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import html
 import re
 
 from django.contrib.auth.models import Permission, User
@@ -78,3 +79,9 @@ def action(client: StaffClient, url: str, name: str, jobs: list[Job], **extra):
 
 def text(response) -> str:
     return re.sub(r"\s+", " ", response.content.decode())
+
+
+def visible(html_text: str) -> str:
+    """What a reader sees of `html_text`: no tags (nor their titles), scripts or styles; spaces collapsed."""
+    shown = re.sub(r"<(script|style)\b.*?</\1>", " ", html_text, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", shown)).split())

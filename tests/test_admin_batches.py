@@ -1,5 +1,7 @@
 """The admin's batch pages, and what a job's page says of its workflow."""
 
+import re
+
 import pytest
 
 from django_dbjobs import batch, enqueue
@@ -36,6 +38,20 @@ def test_the_batch_pages_show_progress_callbacks_and_the_jobs(record_file):
     assert "In batch" in text(client.get(f"{JOBS}{job.pk}/change/"))
     callback = text(client.get(f"{JOBS}{b.on_success}/change/"))
     assert "Callback of batch" in callback and "Waiting for other jobs" in callback
+
+
+def test_the_batch_page_and_its_jobs_pages_have_a_copy_button_for_the_batch_id():
+    with batch(description="thumbnails") as b:
+        job = enqueue(jobs.record, "a")
+    client = staff(superuser=True)
+    for url in (f"{BATCHES}{b.pk}/change/", f"{JOBS}{job.pk}/change/"):
+        page = client.get(url).content.decode()
+        assert re.search(rf'<button type="button" class="button dbjobs-copy" data-copy="{b.pk}"', page), url
+        # Its script is a static file, as the admin's own are: a Content-Security-Policy without
+        # 'unsafe-inline' lets it run.
+        assert re.search(r'<script src="[^"]*django_dbjobs/copy\.js">', page), url
+        inline = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", page)
+        assert not inline, f"{url}: inline scripts {inline}"
 
 
 def test_a_job_page_lists_what_it_waits_for_and_the_list_filters_waiting_jobs():

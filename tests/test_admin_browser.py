@@ -21,12 +21,14 @@ from .admin_browser import (
     CHECK,
     PASSWORD,
     SEED,
+    broken_words,
     chromium_or_skip,
     example_database,
     example_env,
     horizontal_overflow,
     manage,
     messages,
+    most_lines,
     screenshot,
     served,
     shell_json,
@@ -42,6 +44,13 @@ QUEUES = f"{ADMIN}queue/"
 OVERVIEW = f"{ADMIN}overview/"
 SCHEDULES = f"{ADMIN}schedule/"
 WORKERS = f"{ADMIN}workerprocess/"
+#: Where a word must never be split over two lines ("defaul t", "Paus ed"): the tables of every page.
+WHOLE_WORDS = "#dbjobs-queues td, #result_list td, #result_list th, .dbjobs-table td"
+#: The cells of the lists that show a moment ("due", its date, its time).
+MOMENT_CELLS = ", ".join(
+    f"#result_list td.field-{name}"
+    for name in ("when", "failed_at", "next_run", "last_run_display", "started_display", "created_display")
+)
 FRESH_HEARTBEATS = (
     "from django.db.models.functions import Now\n"
     "from django_dbjobs.models import WorkerProcess\n"
@@ -117,6 +126,11 @@ def test_admin_in_a_browser(tmp_path, django_db_blocker):
                     response = page.goto(f"{base}{url}")
                     assert response.status == 200, url
                     assert horizontal_overflow(page) == {}, f"{url} scrolls sideways at 1280 px"
+                    assert broken_words(page, WHOLE_WORDS) == [], f"{url} splits words at 1280 px"
+                    # Rows stay short: a moment takes two lines at most ("Dec. 3, 2026," then
+                    # "8:04:14 a.m."), three with its label ("due"), never a line per word.
+                    assert most_lines(page, "#result_list time") <= 2, url
+                    assert most_lines(page, MOMENT_CELLS) <= 3, url
 
                 # The timeline in time order: a job due again (its retry) after it first started.
                 page.goto(f"{base}{JOBS}{seeded['waiting']}/change/")
@@ -212,8 +226,9 @@ def test_admin_in_a_browser(tmp_path, django_db_blocker):
                 assert messages(page) == [
                     "Queue emails paused: workers stop claiming from it within a second or two."
                 ]
-                expect(emails).to_contain_text("Paused")
+                expect(emails).to_contain_text("Paused by admin at")  # shown, not only on hover
                 expect(emails.locator("button")).to_have_text("Resume")
+                assert broken_words(page, WHOLE_WORDS) == [], "the paused queue's row splits words"
                 expect(page.locator("tr[data-queue='default']")).to_contain_text("Active")
 
                 # Run a schedule now: the message keeps its name as written.

@@ -1,13 +1,14 @@
 """The dead-letter page: Retry and Delete as actions, buttons and for everything matching a filter."""
 
 import datetime
+import re
 
 import pytest
 from django.utils import timezone
 
 from django_dbjobs.models import FailedJob, Job, JobStatus
 
-from .admin_helpers import action, failed_job, staff, text
+from .admin_helpers import action, failed_job, staff, text, visible
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,6 +29,30 @@ def test_dead_letters_list_only_failed_jobs_newest_first_with_their_error():
     rows = page.split('id="result_list"')[1].split("<tbody>")[1].split("</tbody>")[0]
     assert rows.count("<tr") == 2 and "tests.jobs.add" not in rows
     assert newer.pk[-12:] in page
+
+
+def job_rows(page: str) -> dict[str, str]:
+    """The job list's rows as a reader sees them, by the job id they show."""
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", page.split('id="result_list"')[1], flags=re.S)
+    shown = {}
+    for row in rows:
+        ids = re.findall(r'<code class="dbjobs-id">(.*?)</code>', row)
+        if ids:
+            shown[re.sub(r"<[^>]+>", "", ids[0])] = visible(row)
+    return shown
+
+
+def test_a_retried_dead_letter_shows_its_old_error_as_the_previous_attempts_not_as_current():
+    retried, running, dead = failed_job(), failed_job(), failed_job()
+    FailedJob.objects.filter(pk__in=[retried.pk, running.pk]).retry_all()
+    Job.objects.filter(pk=running.pk).update(status=JobStatus.RUNNING, worker="w:1:a", attempts=1)
+    client = staff(superuser=True)
+    rows = job_rows(client.get("/admin/django_dbjobs/job/").content.decode())
+    for pk in (retried.pk, running.pk):
+        assert "previous attempt: RuntimeError: boom" in rows[pk], rows[pk]
+    assert "RuntimeError: boom" in rows[dead.pk] and "previous attempt" not in rows[dead.pk]
+    detail = visible(client.get(f"/admin/django_dbjobs/job/{retried.pk}/change/").content.decode())
+    assert "RuntimeError: boom" in detail and "Attempt 3 failed" in detail, "its page keeps the history"
 
 
 def test_retry_action_queues_dead_letters_again_with_their_history(caplog):

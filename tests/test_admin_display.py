@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 TOKYO = zoneinfo.ZoneInfo("Asia/Tokyo")
 #: <time datetime="…" title="…">shown</time>, as the admin's one date helper writes it.
-TIME = re.compile(r'<time datetime="([^"]+)" title="([^"]+)">([^<]+)</time>')
+TIME = re.compile(r'<time datetime="([^"]+)" title="([^"]+)">(.*?)</time>')
 #: The old list and timeline format: "2026-12-03 08:04:17", shown as text.
 OLD_FORMAT = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\b")
 
@@ -53,8 +53,14 @@ def pages_with_dates() -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("language", ["en", "de"])
-def test_every_date_is_djangos_datetime_format_in_the_active_timezone_with_utc_on_hover(language):
+@pytest.mark.parametrize(
+    "language, to_the_second",
+    # The language's DATETIME_FORMAT ('N j, Y, P', 'j. F Y H:i') with the seconds after the minutes.
+    [("en", "N j, Y, g:i:s a"), ("de", "j. F Y H:i:s")],
+)
+def test_every_date_is_djangos_datetime_format_to_the_second_in_the_active_timezone_with_utc_on_hover(
+    language, to_the_second
+):
     urls = pages_with_dates()
     client = staff(superuser=True)
     with timezone.override(TOKYO), translation.override(language):
@@ -64,8 +70,8 @@ def test_every_date_is_djangos_datetime_format_in_the_active_timezone_with_utc_o
             assert times, f"{url}: no date shown with the admin's date helper"
             for iso, title, shown in times:
                 moment = datetime.datetime.fromisoformat(iso)
-                expected = formats.date_format(moment.astimezone(TOKYO), "DATETIME_FORMAT")
-                assert html.unescape(shown) == expected, url
+                expected = formats.date_format(moment.astimezone(TOKYO), to_the_second)
+                assert html.unescape(re.sub(r"<[^>]+>", "", shown)) == expected, url
                 assert title.startswith(moment.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")), (
                     url
                 )
@@ -151,7 +157,10 @@ def test_the_when_column_shows_the_moment_of_the_status_and_every_moment_on_hove
     Job.objects.create(name="tests.jobs.add", args=[1, 2], run_at=due)
     page = staff(superuser=True).get("/admin/django_dbjobs/job/").content.decode()
     cell = re.search(r'<td class="field-when">(.*?)</td>', page, flags=re.S).group(1)
-    assert formats.date_format(timezone.localtime(due), "DATETIME_FORMAT") in html.unescape(cell)
+    # To the second; the date and the time each kept on one line: two lines in a narrow column.
+    local = timezone.localtime(due)
+    date, time = formats.date_format(local, "N j, Y,"), formats.date_format(local, "g:i:s a")
+    assert f"<span>{date}</span> <span>{time}</span></time>" in html.unescape(cell)
     assert ">due<" in cell
     title = html.unescape(re.search(r'title="([^"]+)"', cell).group(1)).splitlines()
     utc = due.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -38,8 +38,13 @@ def test_the_job_pages_stay_up_show_the_error_and_log_it_once(broken_module, cap
         f"/admin/django_dbjobs/job/{dead.pk}/change/",
         "/admin/django_dbjobs/failedjob/",
         f"/admin/django_dbjobs/failedjob/{dead.pk}/change/",
+        "/admin/django_dbjobs/schedule/",
         "/admin/django_dbjobs/schedule/add/",
         f"/admin/django_dbjobs/schedule/{schedule.pk}/change/",
+        # The pages a newcomer opens first: the app's index, its overview, its queues.
+        "/admin/django_dbjobs/",
+        "/admin/django_dbjobs/overview/",
+        "/admin/django_dbjobs/queue/",
     ]
     with caplog.at_level(logging.ERROR, logger="django_dbjobs"):
         for url in pages:

@@ -6,12 +6,12 @@ import re
 import pytest
 from django.db.models.functions import Now
 from django.test import override_settings
-from django.utils import timezone
+from django.utils import formats, timezone
 
 from django_dbjobs.models import Job, JobStatus, Queue, Schedule, WorkerProcess
 from django_dbjobs.operations.queue_stats import finished_per_minute, queue_rows
 
-from .admin_helpers import action, failed_job, staff, text
+from .admin_helpers import action, failed_job, staff, text, visible
 from .conftest import live_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -93,6 +93,21 @@ def test_queues_page_lists_counts_and_pauses_and_resumes():
     assert inside["Location"] == "/admin/django_dbjobs/overview/"
 
 
+def test_a_paused_queue_shows_who_paused_it_and_when_to_the_second_not_only_on_hover():
+    make_queue_jobs()
+    Queue.objects.pause(["emails"], by="ops-anna")
+    Queue.objects.pause(["default"])  # in code, by nobody
+    paused_at = timezone.localtime(Queue.objects.get(name="emails").paused_at)
+    client = staff(superuser=True)
+    for url in ("/admin/django_dbjobs/queue/", "/admin/django_dbjobs/overview/"):
+        page = text(client.get(url))
+        row = re.search(r'<tr data-queue="emails">(.*?)</tr>', page).group(1)
+        when = formats.date_format(paused_at, "N j, Y, g:i:s a")
+        assert f"Paused by ops-anna at {when}" in visible(row), url
+        row = re.search(r'<tr data-queue="default">(.*?)</tr>', page).group(1)
+        assert re.search(r"Paused at \w+\. \d+, \d{4}, \d+:\d\d:\d\d [ap]\.m\.", visible(row)), url
+
+
 @override_settings(DBJOBS_HEARTBEAT_TIMEOUT=600)  # "live" must not depend on how fast this test runs
 def test_overview_shows_the_chart_and_the_queues():
     make_queue_jobs()
@@ -127,6 +142,25 @@ def test_workers_page_shows_heartbeats_and_running_jobs():
     assert job.pk in detail and "tests.jobs.add" in detail
     running = text(client.get("/admin/django_dbjobs/job/", {"status": "RUNNING", "worker": worker.pk}))
     assert job.pk[-12:] in running
+
+
+def test_a_workers_last_heartbeat_is_shown_to_the_second():
+    worker = WorkerProcess.objects.create(id="host-a:42:beef", hostname="host-a", pid=42, concurrency=3)
+    WorkerProcess.objects.filter(pk=worker.pk).update(
+        heartbeat_at=timezone.now() - datetime.timedelta(seconds=125)
+    )
+    page = visible(staff(superuser=True).get("/admin/django_dbjobs/workerprocess/").content.decode())
+    assert re.search(r"\b2 min [5-9] s ago", page), page  # was "2 min ago"
+
+
+def test_the_schedule_list_shows_the_state_in_its_own_column_not_in_the_names_link():
+    Schedule.objects.create(name="nightly", cron="30 2 * * *", job="tests.jobs.scheduled")
+    Schedule.objects.create(name="hourly", cron="0 * * * *", job="tests.jobs.scheduled", enabled=False)
+    page = text(staff(superuser=True).get("/admin/django_dbjobs/schedule/"))
+    names = re.findall(r'<th class="field-name"><a href="[^"]+">(.*?)</a></th>', page)
+    assert sorted(names) == ["hourly", "nightly"], "each link is the name alone"
+    assert '<td class="field-state_display">enabled</td>' in page
+    assert '<td class="field-state_display">disabled</td>' in page
 
 
 def test_schedule_list_shows_next_runs_and_the_last_outcome():

@@ -35,7 +35,7 @@ def progress(counts: dict[str, int], total: int) -> str:
 class BatchAdmin(admin.ModelAdmin):
     list_display = ["batch_display", "counted_progress_display", "created_display", "finished_display"]
     readonly_fields = [
-        "id",
+        "id_display",
         "description",
         "progress_display",
         "counted_display",
@@ -50,6 +50,9 @@ class BatchAdmin(admin.ModelAdmin):
     list_per_page = 50
     change_list_template = "admin/django_dbjobs/batch_change_list.html"
     change_form_template = "admin/django_dbjobs/batch_change_form.html"
+
+    class Media:
+        js = ["django_dbjobs/copy.js"]  # the Copy button of the id
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -70,6 +73,10 @@ class BatchAdmin(admin.ModelAdmin):
             rows = Job.objects.filter(batch=batch.pk).values_list("status").annotate(n=Count("*")).order_by()
             cached = batch._status_counts = dict(rows)
         return cached
+
+    @admin.display(description=_("id"))
+    def id_display(self, batch: Batch) -> str:
+        return format_html('<code class="dbjobs-id">{}</code> {}', batch.pk, display.copy_button(batch.pk))
 
     @admin.display(description=_("batch"))
     def batch_display(self, batch: Batch) -> str:

@@ -1,12 +1,13 @@
-"""Moments as every admin page shows them: Django's DATETIME_FORMAT in the active timezone, UTC on hover."""
+"""Moments as every admin page shows them: DATETIME_FORMAT to the second, active timezone, UTC on hover."""
 
 from __future__ import annotations
 
 import datetime
+import re
 
 from django.utils import formats, timezone
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from ..cron.expression import zone
 from ..exceptions import InvalidSchedule
@@ -24,9 +25,47 @@ def parse(value: datetime.datetime | str | None) -> datetime.datetime | None:
     return value if timezone.is_aware(value) else timezone.make_aware(value, datetime.timezone.utc)
 
 
-def local_text(value: datetime.datetime) -> str:
-    """'Dec. 3, 2026, 8:04 a.m.' (the language's DATETIME_FORMAT) in the active timezone."""
-    return formats.date_format(timezone.localtime(value), "DATETIME_FORMAT")
+def with_seconds(date_format: str) -> str:
+    """A Django date format with the seconds after the minutes: 'N j, Y, P' -> 'N j, Y, g:i:s a'.
+
+    Jobs run seconds apart: a time to the minute cannot tell which came first. A format
+    that shows seconds already is kept as it is.
+    """
+    tokens = re.findall(r"\\.|.", date_format, flags=re.DOTALL)  # a backslash escapes the next character
+    if "s" in tokens:
+        return date_format
+    shown = []
+    for index, token in enumerate(tokens):
+        if token == "P":  # '8:04 a.m.', 'noon'
+            token = "g:i:s a"
+        elif token == "f":  # '8:04', '8'
+            token = "g:i:s"
+        elif token == "i":  # 'H:i', and Finnish 'G.i'
+            separator = tokens[index - 1] if index and tokens[index - 1] in (":", ".") else ":"
+            token = f"i{separator}s"
+        shown.append(token)
+    return "".join(shown)
+
+
+#: The format characters of a time of day, and of a date (Django's date format).
+TIME_CHARACTERS = frozenset("aAfgGhHiPsu")
+DATE_CHARACTERS = frozenset("bdDEFjlLmMnNoSwWyYz")
+
+
+def split_at_time(date_format: str) -> tuple[str, str]:
+    """('N j, Y, ', 'g:i:s a'): a format's date part and time part; ('', format) if not in that order."""
+    tokens = re.findall(r"\\.|.", date_format, flags=re.DOTALL)
+    first = next((index for index, token in enumerate(tokens) if token in TIME_CHARACTERS), None)
+    if not first or DATE_CHARACTERS.intersection(tokens[first:]):
+        return "", date_format
+    return "".join(tokens[:first]), "".join(tokens[first:])
+
+
+def local_parts(value: datetime.datetime) -> tuple[str, str]:
+    """('Dec. 3, 2026, ', '8:04:14 a.m.'): DATETIME_FORMAT to the second, in the active timezone."""
+    local = timezone.localtime(value)
+    date_part, time_part = split_at_time(with_seconds(formats.get_format("DATETIME_FORMAT")))
+    return (formats.date_format(local, date_part) if date_part else ""), formats.date_format(local, time_part)
 
 
 def utc_text(value: datetime.datetime) -> str:
@@ -68,12 +107,24 @@ def moments(shown: tuple[str, datetime.datetime | None], others: list[tuple[str,
 
 
 def time_tag(value: datetime.datetime, title: str) -> SafeString:
-    """<time datetime="(UTC, ISO)" title="…">(in the active timezone)</time>."""
+    """<time datetime="(UTC, ISO)" title="…">(in the active timezone)</time>.
+
+    The date and the time are each kept on one line (a span each), so that a narrow
+    column shows the moment on two lines at most, never a word or a number per line.
+    """
+    date_text, time_text = local_parts(value)
+    date_head = date_text.rstrip()
+    gap = date_text[len(date_head) :]
+    shown = (
+        format_html("<span>{}</span>{}<span>{}</span>", date_head, gap or mark_safe("<wbr>"), time_text)
+        if date_head
+        else format_html("<span>{}</span>", time_text)
+    )
     return format_html(
         '<time datetime="{}" title="{}">{}</time>',
         value.astimezone(datetime.timezone.utc).isoformat(timespec="seconds"),
         title,
-        local_text(value),
+        shown,
     )
 
 

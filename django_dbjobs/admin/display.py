@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext as _
 
 from ..models import JobStatus
 
@@ -43,6 +44,16 @@ def seconds_text(seconds: float | None) -> str:
         if seconds >= size * 2 or (unit == "min" and seconds >= 60):
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
+def copy_button(value: str, label: str | None = None) -> str:
+    """A small Copy button for `value`, hidden until static/django_dbjobs/copy.js finds a clipboard."""
+    return format_html(
+        '<button type="button" class="button dbjobs-copy" data-copy="{}" data-copied="{}" hidden>{}</button>',
+        value,
+        _("Copied"),
+        label or _("Copy"),
+    )
 
 
 def short_text(text: str, limit: int = 120) -> str:

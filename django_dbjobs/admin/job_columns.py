@@ -98,11 +98,19 @@ class JobColumnsMixin:
 
     @admin.display(description=_("job"), ordering="name")
     def name_and_error(self, job: Job) -> str:
-        """The job's name, and below it the start of its last error, if it has one."""
+        """The job's name, and below it the start of its last error (three lines, all on hover).
+
+        Only a failed job's error is its outcome: a job due again, running again or that
+        succeeded since (a retry, or a retried dead letter) shows it as its previous attempt's.
+        """
         if not job.last_error:
             return breakable(job.name)
+        error = display.short_text(job.last_error)
+        shown = error
+        if job.status != JobStatus.FAILED and not unknown_jobs.is_waiting(job):
+            shown = format_html("{} {}", _("previous attempt:"), error)
         return format_html(
-            '{}<div class="dbjobs-error">{}</div>', breakable(job.name), display.short_text(job.last_error)
+            '{}<div class="dbjobs-error" title="{}"><span>{}</span></div>', breakable(job.name), error, shown
         )
 
     @admin.display(description=_("status"), ordering="status")

@@ -38,9 +38,10 @@ class JobDetailMixin:
             batch = Batch.objects.filter(pk=job.batch_id).first()
             parts.append(
                 format_html(
-                    "{} {}",
+                    "{} {} {}",
                     _("In batch"),
                     self._batch_link(batch) if batch else format_html("{} ({})", job.batch_id, _("deleted")),
+                    display.copy_button(job.batch_id, _("Copy batch id")),
                 )
             )
         callback_of = Batch.objects.filter(
@@ -101,13 +102,7 @@ class JobDetailMixin:
 
     @admin.display(description=_("id"))
     def id_display(self, job: Job) -> str:
-        return format_html(
-            '<code class="dbjobs-id">{}</code> '
-            '<button type="button" class="button dbjobs-copy" data-copy="{}" hidden>{}</button>',
-            job.pk,
-            job.pk,
-            _("Copy"),
-        )
+        return format_html('<code class="dbjobs-id">{}</code> {}', job.pk, display.copy_button(job.pk))
 
     @admin.display(description=_("timeline"))
     def timeline(self, job: Job) -> str:

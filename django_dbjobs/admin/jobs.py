@@ -16,7 +16,7 @@ from .audit import log_change
 from .confirm import confirm_action, confirm_page, selected_count
 from .job_columns import JobColumnsMixin
 from .job_detail import JobDetailMixin
-from .known_jobs import import_error_messages, known_jobs
+from .known_jobs import known_jobs
 from .links import admin_url
 from .listing import FastListMixin, FlowFilter, JobNameFilter, PriorityFilter, QueueFilter, enqueued_id_range
 
@@ -55,6 +55,9 @@ class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAd
     fieldsets = DETAIL_FIELDSETS
     readonly_fields = [field for _name, options in DETAIL_FIELDSETS for field in options["fields"]]
 
+    class Media:
+        js = ["django_dbjobs/copy.js"]  # the Copy buttons
+
     def has_add_permission(self, request) -> bool:
         return False
 
@@ -73,14 +76,6 @@ class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAd
         # Only this admin's own, fenced actions: not delete_selected (it would delete jobs of
         # any status), nor actions other apps add to every admin (admin.site.add_action).
         return {name: action for name, action in actions.items() if name in (self.actions or ())}
-
-    def changelist_view(self, request, extra_context=None):
-        context = {"dbjobs_import_errors": import_error_messages(), **(extra_context or {})}
-        return super().changelist_view(request, context)
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        context = {"dbjobs_import_errors": import_error_messages(), **(extra_context or {})}
-        return super().change_view(request, object_id, form_url, context)
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)

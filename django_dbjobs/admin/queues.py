@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path
+from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -15,10 +16,18 @@ from ..exceptions import InvalidJob
 from ..models import Overview, Queue
 from ..operations.queue_stats import finished_per_minute
 from ..operations.status import read_status, standing_problems
-from . import display
+from . import dates, display
 from .audit import log_change
 from .chart import throughput_svg
 from .links import admin_url
+
+
+def paused_text(row) -> str:
+    """'by ops at Dec. 3, 2026, 8:04:14 a.m.': who paused the queue, shown, not only on hover."""
+    when = dates.moment(row.paused_at)
+    if not row.paused_by:
+        return format_html("{} {}", _("at"), when)
+    return format_html("{} {}", _("by %(who)s at") % {"who": row.paused_by}, when)
 
 
 class QueuePageMixin:
@@ -42,6 +51,7 @@ class QueuePageMixin:
         rates = {rate.queue: rate for rate in status.flow.rates}
         for row in status.queues:
             row.lag_text = display.seconds_text(row.lag)
+            row.paused_text = paused_text(row) if row.paused else ""
             row.unserved = status.unserved(row)
             row.unknown = waiting_unknown.get(row.name, 0)
             row.rate = rates.get(row.name)

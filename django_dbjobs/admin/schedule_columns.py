@@ -19,20 +19,14 @@ from .masking import masked_arguments
 class ScheduleColumnsMixin:
     """The schedule list's columns and the read-only fields of a schedule's page."""
 
-    @admin.display(description=gettext_lazy("name"), ordering="name")
-    def name_and_state(self, schedule: Schedule) -> str:
-        return format_html(
-            '{}<div class="dbjobs-when-label">{}</div>', schedule.name, self.state_display(schedule)
-        )
-
     @admin.display(description=gettext_lazy("job"), ordering="job")
     def job_display(self, schedule: Schedule) -> str:
         return breakable(schedule.job)
 
-    @admin.display(description=gettext_lazy("cron expression"), ordering="cron")
+    @admin.display(description=gettext_lazy("cron"), ordering="cron")
     def cron_display(self, schedule: Schedule) -> str:
         return format_html(
-            '<code>{}</code> <span class="dbjobs-when-label">{}</span>', schedule.cron, schedule.timezone
+            '<code>{}</code><div class="dbjobs-when-label">{}</div>', schedule.cron, schedule.timezone
         )
 
     @admin.display(description=gettext_lazy("next run"), ordering="next_due_at")
@@ -47,7 +41,7 @@ class ScheduleColumnsMixin:
         status = getattr(schedule, "last_job_status", None)
         link = admin_url(self, "change", quote(schedule.last_job_id), model="job")
         return format_html(
-            '{} <a href="{}">{}</a>',
+            '{}<div><a href="{}">{}</a></div>',
             dates.moment(schedule.last_due_at, also_in=schedule.timezone),
             link,
             display.status_badge(status) if status else _("(deleted)"),

@@ -37,10 +37,12 @@ STATE_FIELDS = [
 
 @admin.register(Schedule)
 class ScheduleAdmin(ScheduleColumnsMixin, admin.ModelAdmin):
-    list_display = ["name_and_state", "job_display", "cron_display", "next_run", "last_run_display"]
+    # The state in a column of its own: under the name, it read as part of the name's link.
+    list_display = ["name", "state_display", "job_display", "cron_display", "next_run", "last_run_display"]
     list_filter = ["enabled", "defined_in"]
     search_fields = ["name", "job"]
     actions = ["enable_schedules", "disable_schedules", "run_now", "delete_schedules"]
+    change_list_template = "admin/django_dbjobs/schedule_change_list.html"
     change_form_template = "admin/django_dbjobs/schedule_change_form.html"
     form = ScheduleForm
 
@@ -179,10 +181,6 @@ class ScheduleAdmin(ScheduleColumnsMixin, admin.ModelAdmin):
             raise PermissionDenied
         self._run_now(request, schedule)
         return HttpResponseRedirect(admin_url(self, "change", quote(schedule.pk), model="schedule"))
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        context = {"dbjobs_import_errors": import_error_messages(), **(extra_context or {})}
-        return super().changeform_view(request, object_id, form_url, context)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         context = {

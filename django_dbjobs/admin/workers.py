@@ -70,7 +70,8 @@ class WorkerProcessAdmin(admin.ModelAdmin):
     @admin.display(description=_("last heartbeat"), ordering="heartbeat_at")
     def heartbeat_display(self, worker: WorkerProcess) -> str:
         age = worker.heartbeat_age.total_seconds()
-        text = _("%(duration)s ago") % {"duration": display.seconds_text(age)}
+        # To the second, as every moment of a job: "2 min 5 s ago", not "2 min ago".
+        text = _("%(duration)s ago") % {"duration": dates.duration_text(max(age, 0))}
         when = dates.utc_text(worker.heartbeat_at)
         if age > settings.HEARTBEAT_TIMEOUT:
             return format_html(

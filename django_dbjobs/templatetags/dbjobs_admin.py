@@ -124,3 +124,11 @@ def dbjobs_count(cl) -> str:
 def dbjobs_admin_markup() -> str:
     """ "6" for the admin markup of Django 6 (<ol class="breadcrumbs">, <nav class="paginator">), else "5"."""
     return "6" if django.VERSION >= (6, 0) else "5"
+
+
+@register.simple_tag
+def dbjobs_import_errors() -> list[str]:
+    """One sentence per job module that failed to import: the banner of the job and schedule pages."""
+    from ..admin.known_jobs import import_error_messages
+
+    return import_error_messages()

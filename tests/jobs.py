@@ -506,3 +506,13 @@ def pause(seconds):
 def loaded(names):
     """Which of the modules `names` the process running this job has imported."""
     return [name for name in names if name in sys.modules]
+
+
+@job(max_attempts=3, interruptible=False)
+def keeps_on_when_asked(seconds, value):
+    """Not interruptible, and never looks at current_job().cancel_requested: runs `seconds` all the same."""
+    record(f"started:{value}")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    record(value)

@@ -5,7 +5,6 @@ import signal
 import time
 
 import pytest
-from django.utils import timezone
 
 from django_dbjobs import enqueue
 from django_dbjobs.models import Job, JobStatus
@@ -107,19 +106,18 @@ def test_a_job_that_finishes_before_its_worker_learns_of_the_request_keeps_its_o
     assert (job.status, job.return_value) == (JobStatus.SUCCESSFUL, 3)
 
 
-def test_a_cancelled_job_that_went_back_to_ready_is_recorded_cancelled_and_never_runs(record_file):
+def test_a_job_asked_to_stop_that_fails_by_itself_is_recorded_cancelled_and_never_runs_again(record_file):
     enqueue(jobs.record, "ran")
     (job,) = Job.objects.claim("w1")
     Job.objects.filter(pk=job.pk).request_cancel()
     assert job.mark_for_retry("w1", {"summary": "ValueError: x"}, delay=3600)  # its own failure, then
     job.refresh_from_db()
-    assert job.status == JobStatus.READY and job.run_at <= timezone.now()  # due at once
-    (after,) = run_jobs_here()
-    assert after.status == JobStatus.FAILED and after.errors[-1]["exception_class_path"] == CANCELLED
-    assert "before it started" in after.last_error
-    assert record_file.read_text() == ""
-    # Charged its own failed run only, not the cancelled pickup.
-    assert (after.attempts, after.worker_ids) == (1, ["w1"])
+    assert job.status == JobStatus.FAILED and job.errors[-1]["exception_class_path"] == CANCELLED
+    assert [error["summary"] for error in job.errors][0] == "ValueError: x"
+    assert "not retried" in job.last_error
+    assert run_jobs_here() == [] and record_file.read_text() == ""
+    # Charged its own failed run only.
+    assert (job.attempts, job.worker_ids) == (1, ["w1"])
 
 
 def test_a_dead_letter_retried_after_a_cancel_runs_again():

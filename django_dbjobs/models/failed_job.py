@@ -6,13 +6,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.db import IntegrityError, models, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from .job import Job
 from .queryset import BATCH_SIZE, JobQuerySet
-from .states import Isolation, JobStatus, blocked_again
+from .states import Blocked, Isolation, JobStatus, blocked_again
 from .workflow import Batch
 
 
@@ -88,11 +88,12 @@ class FailedJobQuerySet(JobQuerySet):
                 .order_by("pk")
                 .values_list("pk", "batch_id")
             )
+            callbacks = self._callbacks_of(pks)
             retried: list[str] = []
             plain = [pk for pk in pks if pk not in keyed]
             if plain:
                 report.retried += jobs.filter(pk__in=plain).failed().update(**retry_changes())
-                retried += [pk for pk in plain if pk in batches]
+                retried += [pk for pk in plain if pk in batches or pk in callbacks]
             report.not_failed += len(plain) - report.retried
             for pk in keyed:  # one at a time: a key held elsewhere fails only its own statement
                 try:
@@ -103,13 +104,39 @@ class FailedJobQuerySet(JobQuerySet):
                     continue
                 report.retried += changed
                 report.not_failed += 1 - changed
-                if changed and pk in batches:
+                if changed and (pk in batches or pk in callbacks):
                     retried.append(pk)
-            for batch_id, count in sorted(Counter(batches[pk] for pk in retried).items()):  # lock order
+            counts = Counter(batches[pk] for pk in retried if pk in batches)
+            for batch_id, count in sorted(counts.items()):  # lock order
                 Batch.objects.using(self.db).filter(pk=batch_id, finished_at__isnull=True).update(
                     failed=F("failed") - count
                 )
+            for pk in retried:
+                if pk in callbacks:
+                    _callback_again(jobs.filter(pk=pk), callbacks[pk])
         return report
+
+    def _callbacks_of(self, pks: list[str]) -> dict[str, Batch]:
+        """The batches (locked: see _callback_again()) whose callbacks are among `pks`, by callback id."""
+        batches = Batch.objects.using(self.db).select_for_update().order_by("pk")
+        found = batches.filter(Q(on_success__in=pks) | Q(on_failure__in=pks) | Q(on_complete__in=pks))
+        asked = set(pks)
+        return {pk: batch for batch in found for pk in batch.callback_ids().values() if pk in asked}
+
+
+def _callback_again(callback, batch: Batch) -> None:
+    """Give a retried callback what it runs with: its batch's summary, or a wait for it.
+
+    A callback cancelled while it waited for its batch was stored with a placeholder
+    argument. Its batch finished, it runs with the batch's summary, as it would have been
+    released with; its batch still open, it waits for it again and is released with the
+    summary when it finishes (settling.release_callbacks()). The batch row is locked since
+    before the retry, so it cannot finish between the two.
+    """
+    if batch.is_finished:
+        callback.update(args=[batch.summary()])
+    else:
+        callback.update(blocked=Blocked.AFTER, waiting_for=1)
 
 
 class FailedJobManager(models.Manager.from_queryset(FailedJobQuerySet)):

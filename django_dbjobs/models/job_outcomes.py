@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, F, When
+from django.db.models import F, Q
 from django.db.models.functions import Now
 
 from .. import db
-from . import settling
+from . import cancelling, settling
 from .states import Isolation, JobStatus, blocked_again, done_if_keyed
 
 FINAL = (JobStatus.SUCCESSFUL, JobStatus.FAILED)
@@ -22,17 +22,28 @@ class JobOutcomes:
         """Every job (not a proxy's narrower manager: FailedJob's sees only dead letters)."""
         return self._meta.concrete_model._default_manager.using(self._state.db)
 
-    def _finish(self, owner: str, **changes: Any) -> bool:
-        """Apply `changes` if `owner` still holds this running job; say whether it did."""
+    def _finish(self, owner: str, fence: Q | None = None, **changes: Any) -> bool:
+        """Apply `changes` if `owner` still holds this running job (and `fence` holds); say whether it did."""
         # The pickup fences too: a worker that lost this job and claimed it again
         # must not finish the new pickup with the old one's outcome.
-        owned = self._jobs().owned_by(owner).filter(pk=self.pk, pickups=self.pickups)
-        won = self._write(owned, changes) or self._stored_before(owner, changes)
+        owned = self._owned(owner)
+        won = self._write(owned.filter(fence or Q()), changes) or self._stored_before(owner, changes)
         if won:
             for field, value in changes.items():
                 if not hasattr(value, "resolve_expression"):
                     setattr(self, field, value)
         return won
+
+    def _owned(self, owner: str):
+        """This job's row if `owner` still holds it, at this pickup: the fence of every outcome write."""
+        return self._jobs().owned_by(owner).filter(pk=self.pk, pickups=self.pickups)
+
+    def _cancelled_instead(self, owned, summary: str, refund: bool, before: tuple[dict, ...] = ()) -> bool:
+        """Record this job cancelled if it is `owned` and was asked to stop (models/cancelling.py)."""
+        stored = cancelling.record_cancelled(owned, summary, refund, before)
+        if self.pk in stored:
+            cancelling.mark(self, stored[self.pk], refund)
+        return self.pk in stored
 
     def _stored_before(self, owner: str, changes: dict[str, Any]) -> bool:
         """Whether an earlier try of this outcome write committed while its answer was lost.
@@ -95,19 +106,23 @@ class JobOutcomes:
         )
 
     def mark_for_retry(self, worker: str, error: dict, delay: float) -> bool:
-        """Record a failed attempt and make the job due again after `delay` seconds."""
-        return self._finish(
+        """Record a failed attempt and make the job due again after `delay` seconds.
+
+        A job asked to stop is not retried: it is recorded cancelled after this attempt's
+        error (``status`` says FAILED), since READY it would only be claimed to be.
+        """
+        if self._finish(
             worker,
+            fence=Q(cancel_requested_at__isnull=True),
             status=JobStatus.READY,
-            # A job asked to stop meanwhile is due at once: its next claim records it cancelled.
-            run_at=Case(
-                When(cancel_requested_at__isnull=False, then=Now()), default=db.seconds_from_now(delay)
-            ),
+            run_at=db.seconds_from_now(delay),
             errors=[*self.errors, error],
             last_error=error["summary"],
             isolation=Isolation.NONE,
             blocked=blocked_again(),
-        )
+        ):
+            return True
+        return self._cancelled_instead(self._owned(worker), cancelling.RETRY, refund=False, before=(error,))
 
     def mark_failed(self, worker: str, error: dict, unstarted: bool = False) -> bool:
         """Record the last failed attempt and move the job to the dead letters.
@@ -145,8 +160,8 @@ class JobOutcomes:
         expired = self._jobs().filter(pk=self.pk, enqueued_at__lt=db.seconds_from_now(-grace))
         if expired.exists() and self.mark_failed(worker, error):
             return JobStatus.FAILED
-        owned = self._jobs().owned_by(worker).filter(pk=self.pk, pickups=self.pickups)
-        if owned.update(
+        owned = self._owned(worker)
+        if owned.filter(cancel_requested_at__isnull=True).update(
             status=JobStatus.READY,
             worker=None,
             attempts=F("attempts") - 1,
@@ -156,6 +171,8 @@ class JobOutcomes:
             blocked=blocked_again(),
         ):
             return JobStatus.READY
+        if self._cancelled_instead(owned, cancelling.UNSTARTED, refund=True):  # asked to stop: never started
+            return JobStatus.FAILED
         return None
 
     def recover(self, lost_worker: str, error: dict) -> bool:
@@ -165,12 +182,17 @@ class JobOutcomes:
         again, or FAILED once its attempts are spent, so a job that kills its worker
         every time ends in the dead letters. Any other job of the dead worker may never
         have started, or may have succeeded unacknowledged: its pickup is undone and it
-        waits to run alone (Isolation.WAITING), uncharged.
+        waits to run alone (Isolation.WAITING), uncharged. A job asked to stop is recorded
+        cancelled instead (``status`` says FAILED), charged only if it was running alone.
         """
-        owned = self._jobs().owned_by(lost_worker)
-        mine = owned.filter(pk=self.pk, pickups=self.pickups, isolation=self.isolation)
+        mine = self._owned(lost_worker).filter(isolation=self.isolation)
+        why = cancelling.worker_lost(lost_worker)
         if self.isolation != Isolation.STARTED:
-            if not mine._refund(isolate=True):
+            given_back, cancelled = mine._refund(isolate=True, why=why)
+            if self.pk in cancelled:
+                cancelling.mark(self, cancelled[self.pk], refund=True)
+                return True
+            if not given_back:
                 return False
             self.status, self.worker, self.attempts = JobStatus.READY, None, self.attempts - 1
             self.worker_ids = self.worker_ids[:-1]
@@ -181,6 +203,7 @@ class JobOutcomes:
             "errors": [*self.errors, error],
             "last_error": error["summary"],
         }
+        fenced = mine
         if self.attempts >= self.max_attempts:
             changes.update(
                 status=JobStatus.FAILED,
@@ -191,17 +214,22 @@ class JobOutcomes:
             )
         else:
             changes.update(status=JobStatus.READY, isolation=Isolation.WAITING, blocked=blocked_again())
-        if not self._write(mine, changes):
-            return False
+            fenced = mine.filter(cancel_requested_at__isnull=True)  # one asked to stop: cancelled below
+        if not self._write(fenced, changes):
+            ready = changes["status"] == JobStatus.READY
+            return ready and self._cancelled_instead(mine, why, refund=False, before=(error,))
         for field, value in changes.items():
             if not hasattr(value, "resolve_expression"):
                 setattr(self, field, value)
         return True
 
     def release(self, worker: str) -> bool:
-        """Give a job back unfinished (shutdown): READY again, its pickup undone."""
-        owned = self._jobs().owned_by(worker)
-        return bool(owned.filter(pk=self.pk, pickups=self.pickups)._refund())
+        """Give a job back unfinished (shutdown): READY again, its pickup undone; one asked to
+        stop is recorded cancelled instead (``status`` says FAILED)."""
+        given_back, cancelled = self._owned(worker)._refund()
+        if self.pk in cancelled:
+            cancelling.mark(self, cancelled[self.pk], refund=True)
+        return bool(given_back or cancelled)
 
 
 def _attempt_of(error: dict) -> tuple:

@@ -10,7 +10,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 
 from .. import db
-from . import settling
+from . import cancelling, settling
 from .claim_shape import claim, claim_shape
 from .states import HANDED_BACK_PREFIX, Blocked, Isolation, JobStatus, blocked_again
 from .workflow import JobDependency
@@ -206,48 +206,68 @@ class JobQuerySet(models.QuerySet):
             yield pks
             last = pks[-1]
 
-    def _refund(self, isolate: bool = False) -> int:
+    def _refund(self, isolate: bool = False, why: str = cancelling.RELEASED) -> tuple[int, dict[str, list]]:
         """Make these jobs READY with their pickup undone: the attempt and its worker id.
 
         With `isolate` (their worker died), each must run alone next time; otherwise
-        only a job released while it ran alone keeps waiting to.
+        only a job released while it ran alone keeps waiting to. A job asked to stop is
+        recorded cancelled instead, uncharged, with `why` (models/cancelling.py). Return
+        how many went back READY, and the errors stored for each one cancelled, by id.
         """
         isolation = Value(Isolation.WAITING)
         if not isolate:
             isolation = Case(When(isolation=Isolation.STARTED, then=isolation), default=F("isolation"))
-        return self.update(
-            status=JobStatus.READY,
-            blocked=blocked_again(),
-            worker=None,
-            attempts=F("attempts") - 1,
-            worker_ids=db.WithoutLastWorker(),
-            isolation=isolation,
-            # A worker that knew the job had it: an earlier hand-back no longer says why it waits.
-            last_error=Case(
-                When(last_error__startswith=HANDED_BACK_PREFIX, then=Value("")),
-                default=F("last_error"),
-                output_field=models.TextField(),
-            ),
-        )
+        using = self._write_db()
+        with transaction.atomic(using=using):
+            # Fenced on no cancel request: one asked meanwhile is left RUNNING, for the next statement.
+            ready = self.using(using).filter(cancel_requested_at__isnull=True)
+            given_back = ready.update(
+                status=JobStatus.READY,
+                blocked=blocked_again(),
+                worker=None,
+                attempts=F("attempts") - 1,
+                worker_ids=db.WithoutLastWorker(),
+                isolation=isolation,
+                # A worker that knew the job had it: an earlier hand-back no longer says why it waits.
+                last_error=Case(
+                    When(last_error__startswith=HANDED_BACK_PREFIX, then=Value("")),
+                    default=F("last_error"),
+                    output_field=models.TextField(),
+                ),
+            )
+            return given_back, cancelling.record_cancelled(self.using(using), why, refund=True)
 
     def release_all(self, worker: str, jobs: list[Job]) -> int:
         """Give unfinished jobs back in one UPDATE (shutdown): READY, attempts refunded.
 
-        Fenced on owner and pickup like every finishing write; return how many went back.
+        Fenced on owner and pickup like every finishing write; return how many went back
+        (those asked to stop, recorded cancelled instead, count too: see give_back()).
         """
+        given_back, cancelled = self.give_back(worker, jobs)
+        return given_back + len(cancelled)
+
+    def give_back(self, worker: str, jobs: list[Job]) -> tuple[int, list[Job]]:
+        """release_all(); return how many went READY, and the jobs asked to stop, recorded
+        cancelled instead (models/cancelling.py; their copies in `jobs` say so)."""
         if not jobs:
-            return 0
+            return 0, []
         fence = Q()
         for job in jobs:
             fence |= Q(pk=job.pk, pickups=job.pickups)
-        return self.owned_by(worker).filter(fence)._refund()
+        given_back, cancelled = self.owned_by(worker).filter(fence)._refund()
+        for job in jobs:
+            if job.pk in cancelled:
+                cancelling.mark(job, cancelled[job.pk], refund=True)
+        return given_back, [job for job in jobs if job.pk in cancelled]
 
     def release_unheld(self, worker: str, held: set[str]) -> int:
         """Give back this worker's RUNNING jobs other than `held`: READY, attempts refunded.
 
-        For a claim that failed on the client yet committed on the server.
+        For a claim that failed on the client yet committed on the server. One asked to
+        stop is recorded cancelled instead (counted too).
         """
-        return self.owned_by(worker).exclude(pk__in=held)._refund()
+        given_back, cancelled = self.owned_by(worker).exclude(pk__in=held)._refund()
+        return given_back + len(cancelled)
 
     def still_owned(self, worker: str, jobs: list[Job]) -> set[str]:
         """Ids of `jobs` this worker still holds, at the attempt it claimed."""

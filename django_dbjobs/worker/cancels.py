@@ -6,7 +6,8 @@ yet is flagged and recorded cancelled instead of running (execution.run()); a ru
 one is interrupted like a timeout (timeouts.cancel()), or only flagged when it is not
 interruptible (``current_job().cancel_requested``). After a sweep took this worker's jobs
 away (it was frozen or cut off), its running jobs with a concurrency key are interrupted
-too: their slots went back to their keys.
+too: their slots went back to their keys. A job asked to stop that the worker gives back
+is recorded cancelled by that write (models/cancelling.py): given_back_cancelled() reports it.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ import time
 
 from django.db import DatabaseError, InterfaceError
 
+from .. import registry
 from ..db.outage import Outage
-from ..exceptions import MissingMigrations
-from ..models import Job
-from . import timeouts
+from ..enqueuing import enqueuer_context
+from ..exceptions import JobCancelled, MissingMigrations
+from ..models import Job, JobStatus
+from ..registry.registered import RegisteredJob
+from ..signals import job_failed, send
+from . import execution, timeouts
 from .held import HeldJobs
 from .identity import Identity
 from .lease import Lease
@@ -98,3 +103,22 @@ class CancelWatch:
 
     def due_in(self) -> float:
         return max(self._next - time.monotonic(), 0.0)
+
+
+def given_back_cancelled(job: Job) -> None:
+    """Log and signal a job recorded cancelled as this worker gave it back, as if it had run."""
+    error = job.errors[-1]
+    level = RegisteredJob.dead_letter_log_level(registry.lookup(job.name))
+    logger.log(
+        level,
+        "Job cancelled id=%s name=%s attempts=%s error=%s",
+        job.pk,
+        job.name,
+        job.attempts,
+        error["summary"],
+    )
+    with enqueuer_context.restoring_safely(job.context):
+        execution.finished(
+            job, JobStatus.FAILED, JobCancelled(error["summary"].removeprefix("JobCancelled: "))
+        )
+        send(job_failed, job=job, error=error)

@@ -12,6 +12,7 @@ from ..db.outage import Outage
 from ..exceptions import MissingMigrations
 from ..models import Isolation, Job
 from ..models.claim_shape import claim
+from . import cancels
 from .acks import SuccessBatch
 from .claim_ahead import ClaimAhead
 from .held import HeldJobs
@@ -249,20 +250,24 @@ class Claimer:
         return released
 
     def release(self, jobs: list[Job], quiet: bool = False) -> None:
-        """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded."""
+        """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded (or cancelled,
+        if asked to stop: models/cancelling.py)."""
         if not jobs:
             return
         worker = self.identity
         try:
-            released = self.outage.call(
-                lambda: Job.objects.using(worker.using).release_all(worker.id, jobs), "releasing jobs"
+            gave = self.outage.call(
+                lambda: Job.objects.using(worker.using).give_back(worker.id, jobs), "releasing jobs"
             )
         except Exception as exc:  # noqa: BLE001 - not an outage: release_unheld() retries
-            released = None
+            gave = None
             logger.error("Could not release jobs id=%s: %s", worker.id, exc)
+        released, cancelled = (None, []) if gave is None else (gave[0] + len(gave[1]), gave[1])
         if released is None:
             self.in_doubt = True  # still ours in the database: give them back later
         self.held.remove(jobs)
+        for job in cancelled:  # asked to stop: recorded cancelled, not given back
+            cancels.given_back_cancelled(job)
         (logger.debug if quiet else logger.warning)(
             "Jobs released unfinished count=%s released=%s ids=%s",
             len(jobs),

@@ -17,6 +17,7 @@ from ..db.outage import Outage
 from ..enqueuing import enqueuer_context, validation
 from ..exceptions import JobCancelled, MissingMigrations, UnknownJob
 from ..models import Isolation, Job, JobStatus
+from ..models.settling import CANCELLED
 from ..operations import unknown_jobs
 from ..registry.registered import RegisteredJob
 from ..signals import job_failed, job_finished, job_started, send
@@ -142,9 +143,12 @@ def record_failure(
         error["summary"],
         exc_info=failure,
     )
-    return _store(
+    status = _store(
         job, outage, lambda e: job.mark_for_retry(worker, e, delay), error, JobStatus.READY, failure
     )
+    if status == JobStatus.FAILED:  # asked to stop: recorded cancelled instead (models/cancelling.py)
+        _failed(job, job.errors[-1], failure)
+    return status
 
 
 def store_success(job: Job, worker: str, value: Any, outage: Outage) -> str | None:
@@ -173,19 +177,23 @@ def _dead_letter(
     write = lambda e: job.mark_failed(worker, e, unstarted)  # noqa: E731
     status = _store(job, outage, write, error, JobStatus.FAILED, exc)
     if status is not None:
-        # One log record per failed job: a Task's is Django's (task_finished, sent by _store()).
-        level = RegisteredJob.dead_letter_log_level(registry.lookup(job.name))
-        logger.log(
-            level,
-            "Job failed id=%s name=%s attempts=%s error=%s",
-            job.pk,
-            job.name,
-            job.attempts,
-            error["summary"],
-            exc_info=exc if level == logging.ERROR else None,
-        )
-        send(job_failed, job=job, error=job.errors[-1] if job.errors else error)
+        _failed(job, error, exc)
     return status
+
+
+def _failed(job: Job, error: dict, exc: BaseException | None) -> None:
+    # One log record per failed job: a Task's is Django's (task_finished, sent by _store()).
+    level = RegisteredJob.dead_letter_log_level(registry.lookup(job.name))
+    logger.log(
+        level,
+        "Job failed id=%s name=%s attempts=%s error=%s",
+        job.pk,
+        job.name,
+        job.attempts,
+        error["summary"],
+        exc_info=exc if level == logging.ERROR else None,
+    )
+    send(job_failed, job=job, error=job.errors[-1] if job.errors else error)
 
 
 def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | None:
@@ -202,6 +210,9 @@ def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | No
     status = _write(outage, job, lambda: job.mark_unknown(worker, error, delay, grace), "handing back")
     if status is None:
         _dropped(job, "READY")
+    elif status == JobStatus.FAILED and job.errors[-1]["exception_class_path"] == CANCELLED:  # asked to stop
+        finished(job, status)
+        _failed(job, job.errors[-1], None)
     elif status == JobStatus.FAILED:
         logger.error(
             "Job failed: no worker knew its name within DBJOBS_UNKNOWN_JOB_GRACE id=%s name=%s grace=%ss",
@@ -248,6 +259,7 @@ def _store(
         logger.error("Could not store the error of job id=%s, storing a shorter one: %s", job.pk, exc)
         won = _write(outage, job, lambda: write(short), "storing the outcome")
     if won:
+        status = job.status  # a retry of a job asked to stop is FAILED (models/cancelling.py)
         finished(job, status, failure)
         return status
     _dropped(job, status)

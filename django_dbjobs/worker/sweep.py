@@ -22,8 +22,9 @@ from .. import registry
 from ..conf import settings
 from ..db.outage import close_broken_connections
 from ..enqueuing import enqueuer_context
-from ..exceptions import WorkerLost
+from ..exceptions import JobCancelled, WorkerLost
 from ..models import Isolation, Job, JobStatus, WorkerProcess
+from ..models.settling import CANCELLED
 from ..registry.registered import RegisteredJob
 from ..signals import job_failed, send
 
@@ -143,28 +144,14 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
     charged = job.isolation == Isolation.STARTED
     if not job.recover(lost, worker_lost_error(job, lost)):
         return  # another sweeper, or the worker itself, got there first
-    if not charged:
+    if job.status == JobStatus.FAILED:
+        result.failed += 1
+        _failed(job, lost)
+    elif not charged:
         result.given_back += 1
         logger.info(
             "Job given back from a lost worker, uncharged id=%s name=%s worker=%s", job.pk, job.name, lost
         )
-    elif job.status == JobStatus.FAILED:
-        result.failed += 1
-        registered = registry.lookup(job.name)
-        # One log record per failed job: a Task's is Django's (task_finished, below).
-        logger.log(
-            RegisteredJob.dead_letter_log_level(registered),
-            "Job failed: its worker was lost on every attempt id=%s name=%s attempts=%s worker=%s",
-            job.pk,
-            job.name,
-            job.attempts,
-            lost,
-        )
-        with enqueuer_context.restoring_safely(job.context):
-            send(job_failed, job=job, error=job.errors[-1])
-            if registered is not None:  # a Task's task_finished
-                summary = job.errors[-1]["summary"].removeprefix("WorkerLost: ")
-                registered.finished(job, JobStatus.FAILED, WorkerLost(summary))
     else:
         result.requeued += 1
         logger.warning(
@@ -174,6 +161,32 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
             job.attempts,
             lost,
         )
+
+
+def _failed(job: Job, lost: str) -> None:
+    """Log and signal a job the sweep dead-lettered: lost on every attempt, or asked to stop."""
+    registered = registry.lookup(job.name)
+    summary = job.errors[-1]["summary"]
+    if job.errors[-1]["exception_class_path"] == CANCELLED:  # models/cancelling.py
+        failure: BaseException = JobCancelled(summary.removeprefix("JobCancelled: "))
+        what = "Job cancelled: it was asked to stop, and its worker was lost"
+    else:
+        failure = WorkerLost(summary.removeprefix("WorkerLost: "))
+        what = "Job failed: its worker was lost on every attempt"
+    # One log record per failed job: a Task's is Django's (task_finished, below).
+    logger.log(
+        RegisteredJob.dead_letter_log_level(registered),
+        "%s id=%s name=%s attempts=%s worker=%s",
+        what,
+        job.pk,
+        job.name,
+        job.attempts,
+        lost,
+    )
+    with enqueuer_context.restoring_safely(job.context):
+        send(job_failed, job=job, error=job.errors[-1])
+        if registered is not None:  # a Task's task_finished
+            registered.finished(job, JobStatus.FAILED, failure)
 
 
 def worker_lost_error(job: Job, worker: str) -> dict:

@@ -400,3 +400,41 @@ def test_an_outcome_lost_with_the_lease_during_an_outage_is_dropped_unsignalled(
     assert [r for r in caplog.records if "outcome dropped" in r.getMessage()]
     stored = Job.objects.get(pk=job.pk)
     assert (stored.status, stored.worker, stored.errors) == (JobStatus.SUCCESSFUL, "w2", [])
+
+
+@pytest.mark.django_db(transaction=True)  # the outage policy closes the connection
+def test_a_retry_stored_as_a_cancel_whose_answer_was_lost_is_signalled_as_the_cancel(monkeypatch, caplog):
+    """A job asked to stop fails by itself with attempts left: its retry is stored as a cancel
+    (models/cancelling.py). The answer to that commit is lost; the write tried again finds
+    the attempt stored, followed by the cancel: the worker reports FAILED and job_failed,
+    not a retry."""
+    from django.db import OperationalError
+
+    from django_dbjobs.models import cancelling
+
+    enqueue(jobs.always_fails, max_attempts=3)
+    job = claim_one("w1")
+    Job.objects.filter(pk=job.pk).request_cancel()  # its copy has not seen it: it runs, and fails
+    real, lost = cancelling.record_cancelled, []
+
+    def record_then_lose_the_answer(*args, **kwargs):
+        stored = real(*args, **kwargs)
+        if stored and not lost:
+            lost.append(True)
+            raise OperationalError("server closed the connection unexpectedly")
+        return stored
+
+    monkeypatch.setattr(cancelling, "record_cancelled", record_then_lose_the_answer)
+    outage = Outage("default")
+    outage.pause = 0.01
+    events, receivers = signals_sent()
+    try:
+        status = execution.run(job, "w1", outage=outage)
+    finally:
+        for signal, receiver in receivers.items():
+            signal.disconnect(receiver)
+    assert lost == [True], "the cancel committed and its answer was lost"
+    stored = Job.objects.get(pk=job.pk)
+    assert stored.status == status == JobStatus.FAILED
+    assert [error["summary"] for error in stored.errors] == ["ValueError: boom", cancelling.RETRY]
+    assert events == [("finished", "FAILED"), ("failed", cancelling.RETRY)]

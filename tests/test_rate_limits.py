@@ -193,3 +193,49 @@ def test_no_rate_slot_is_stamped_for_a_job_that_would_wait_for_one_running_alone
         assert (running.pk, stamped) == (alone.pk, 0), "no slot stamped for a start that must wait"
         assert Job.objects.get(pk=limited.pk).status == JobStatus.READY
     worker._threads.take_unstarted()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_that_must_run_alone_is_claimed_by_itself_within_the_rate(settings):
+    """Claimed with the others of its queue, they would wait at its gate, their slots stamped."""
+    from django_dbjobs.models import Isolation
+    from django_dbjobs.worker import Worker
+
+    settings.DBJOBS_QUEUE_LIMITS = {"rated": {"rate": "10/s"}}
+    alone = enqueue(jobs.rated_start, 0, priority=50)
+    Job.objects.filter(pk=alone.pk).update(isolation=Isolation.WAITING)
+    for n in range(1, 4):
+        enqueue(jobs.rated_start, n)
+    worker = Worker(concurrency=4)
+    worker.claimer.rated._rated_first = False  # first_this_time() flips it: the rated queues first
+    assert worker.claimer.claim_free_slots() == 1
+    assert list(Job.objects.filter(status=JobStatus.RUNNING).values_list("pk", flat=True)) == [alone.pk]
+    assert slots_in_use("rated", Rate(10, 1), "default") == 1
+    worker._threads.take_unstarted()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rate_limited_job_that_must_run_alone_is_not_starved_by_a_worker_never_idle(settings):
+    """Claimed only by a worker holding nothing; one that always holds something (a steady
+    supply of other work) passes it over, then claims nothing until its jobs are done, and
+    takes it first: a drain, once per such job."""
+    from django_dbjobs.models import Isolation
+    from django_dbjobs.worker import Worker
+
+    settings.DBJOBS_QUEUE_LIMITS = {"rated": {"rate": "10/s"}}
+    alone = enqueue(jobs.rated_start, 0)
+    Job.objects.filter(pk=alone.pk).update(isolation=Isolation.WAITING)  # recovered from a dead worker
+    for n in range(20):
+        enqueue(jobs.add, n, n)  # other work, due all along
+    worker = Worker(concurrency=2, prefetch=0)
+    worker.claimer.rated._rated_first = True  # first_this_time() flips it: the other queues first
+    held = []
+    for _turn in range(12):
+        worker.claimer.claim_free_slots()
+        held += worker._threads.take_unstarted()  # held, as if running
+        if Job.objects.filter(pk=alone.pk, status=JobStatus.RUNNING).exists():
+            break
+        worker.job_done(held.pop(0))  # one job ends each turn: the worker is never idle
+    running = Job.objects.get(pk=alone.pk)
+    assert running.status == JobStatus.RUNNING, "passed over for as long as the worker held anything"
+    assert alone.pk in [job.pk for job in held] and slots_in_use("rated", Rate(10, 1), "default") == 1

@@ -139,6 +139,33 @@ def test_every_sweep_interval_a_worker_gives_back_what_it_owns_and_does_not_hold
     assert Job.objects.get(pk=job["pending"].pk).status == JobStatus.SUCCESSFUL
 
 
+@pytest.mark.parametrize("how", ["reconcile", "in-doubt"])
+def test_a_job_asked_to_stop_that_a_worker_gives_back_as_not_held_is_reported_cancelled(settings, how):
+    """Recorded cancelled instead of READY (models/cancelling.py): logged and signalled like
+    any cancel, not silently, whichever way the worker gives it back."""
+    from django_dbjobs.signals import job_failed
+
+    settings.DBJOBS_SWEEP_INTERVAL = 60
+    built = assembled(concurrency=1)
+    stored = enqueue(jobs.add, 1, 1)
+    assert built.claimer.claim_free_slots() == 1
+    (claimed,) = built.threads.take_unstarted()
+    built.held.remove([claimed])  # as if its claim's answer never came
+    Job.objects.filter(pk=stored.pk).request_cancel()
+    Job.objects.filter(pk=stored.pk).update(last_attempted_at=timezone.now() - datetime.timedelta(seconds=60))
+    failed = []
+    job_failed.connect(receiver := lambda sender, job, error, **kw: failed.append(job.pk), weak=False)
+    try:
+        if how == "reconcile":
+            assert built.reconciler.reconcile_if_due() == 1
+        else:
+            assert built.claimer.release_unheld() == 1
+    finally:
+        job_failed.disconnect(receiver)
+    assert Job.objects.get(pk=stored.pk).status == JobStatus.FAILED
+    assert failed == [stored.pk]
+
+
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "recording-failed"])
 def test_a_stuck_job_is_never_given_back_as_not_held(keyed, monkeypatch):
     """A stuck job's call runs on: given back, it would run again beside it (and a keyed one

@@ -123,9 +123,16 @@ class RateLimitedClaims:
         self._next_try: dict[str, float] = {}
         self._made: set[tuple[str, int]] = set()
         self._empty: set[str] = set()  # left alone because they had no job
+        #: Queues whose claim without `include_waiting` passed over a due job that must run
+        #: alone: the worker holds nothing for a moment, so that its next claim takes it.
+        self.alone_due: set[str] = set()
 
     def claim(self, queue: str, rate: Rate, limit: int, include_waiting: bool) -> list[Job]:
-        """Claim up to `limit` jobs of `queue`, no more than its free slots; stamp the slots used."""
+        """Claim up to `limit` jobs of `queue`, no more than its free slots; stamp the slots used.
+
+        A job that must run alone is claimed only with `include_waiting`, and by itself;
+        without, one passed over sets `alone_due`.
+        """
         now = time.monotonic()
         if limit <= 0 or now < self._next_try.get(queue, 0.0):
             return []
@@ -146,13 +153,23 @@ class RateLimitedClaims:
             due = Job.objects.using(using).filter(
                 status=JobStatus.READY, blocked=Blocked.RATE, queue=queue, run_at__lte=Now()
             )
-            if not include_waiting:
-                due = due.filter(isolation=Isolation.NONE)
-            picked = db.lock_or_skip(due.order_by(*CLAIM_ORDER)).values_list("pk", flat=True)[: len(slots)]
-            jobs = claim_locked(Job, using, self.worker_id, list(picked))
+            picked = list(
+                db.lock_or_skip(due.order_by(*CLAIM_ORDER)).values_list("pk", "isolation")[: len(slots)]
+            )
+            alone = [pk for pk, isolation in picked if isolation != Isolation.NONE]
+            others = [pk for pk, isolation in picked if isolation == Isolation.NONE]
+            if alone and not include_waiting:
+                self.alone_due.add(queue)
+            elif include_waiting:
+                self.alone_due.discard(queue)
+            # A job that must run alone is claimed by itself: jobs beside it would wait at its
+            # gate, their slots stamped (the rate counts starts).
+            jobs = claim_locked(
+                Job, using, self.worker_id, alone[:1] if alone and include_waiting else others
+            )
             if jobs:
                 RateSlot.objects.using(using).filter(pk__in=slots[: len(jobs)]).update(used_at=Now())
-        if not jobs:
+        if not jobs and queue not in self.alone_due:  # one passed over is due: no gap
             self._next_try[queue] = now + self.EMPTY_GAP
             self._empty.add(queue)
         return jobs

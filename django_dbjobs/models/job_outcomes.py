@@ -27,12 +27,17 @@ class JobOutcomes:
         # The pickup fences too: a worker that lost this job and claimed it again
         # must not finish the new pickup with the old one's outcome.
         owned = self._owned(owner)
-        won = self._write(owned.filter(fence or Q()), changes) or self._stored_before(owner, changes)
-        if won:
-            for field, value in changes.items():
-                if not hasattr(value, "resolve_expression"):
-                    setattr(self, field, value)
-        return won
+        if not self._write(owned.filter(fence or Q()), changes):
+            row = self._stored_before(owner, changes)
+            if row is None:
+                return False
+            if _became_a_cancel(row, changes):  # models/cancelling.py: this copy says what was stored
+                cancelling.mark(self, row["errors"], refund=False)
+                return True
+        for field, value in changes.items():
+            if not hasattr(value, "resolve_expression"):
+                setattr(self, field, value)
+        return True
 
     def _owned(self, owner: str):
         """This job's row if `owner` still holds it, at this pickup: the fence of every outcome write."""
@@ -45,26 +50,29 @@ class JobOutcomes:
             cancelling.mark(self, stored[self.pk], refund)
         return self.pk in stored
 
-    def _stored_before(self, owner: str, changes: dict[str, Any]) -> bool:
-        """Whether an earlier try of this outcome write committed while its answer was lost.
+    def _stored_before(self, owner: str, changes: dict[str, Any]) -> dict | None:
+        """The row, if an earlier try of this outcome write committed while its answer was lost.
 
         db/outage.py tries such a write again, and the new try fails the fence: without this
         the worker would drop an outcome that is stored, and never send its signals. A failed
-        attempt's record (its worker, attempt and time) is written by this write alone: found
-        among the row's errors, it was stored, whatever moved the row since. A success is this
-        write's if the row is SUCCESSFUL under `owner` at this pickup: a sweep clears the
-        worker, and a new claim counts the pickups up.
+        attempt's record (its worker, attempt and time) is written by this write alone (or by
+        the cancel it became: _became_a_cancel()): found among the row's errors, it was
+        stored, whatever moved the row since. A success is this write's if the row is
+        SUCCESSFUL under `owner` at this pickup: a sweep clears the worker, and a new claim
+        counts the pickups up.
         """
         status = changes.get("status")
         if status not in (*FINAL, JobStatus.READY):
-            return False
+            return None
         row = self._jobs().filter(pk=self.pk).values("status", "worker", "pickups", "errors").first()
         if row is None:  # deleted since: nothing to tell
-            return False
+            return None
         if "errors" in changes:
             stored = {_attempt_of(error) for error in row["errors"] or [] if isinstance(error, dict)}
-            return _attempt_of(changes["errors"][-1]) in stored
-        return (row["status"], row["worker"], row["pickups"]) == (status, owner, self.pickups)
+            return row if _attempt_of(changes["errors"][-1]) in stored else None
+        return (
+            row if (row["status"], row["worker"], row["pickups"]) == (status, owner, self.pickups) else None
+        )
 
     def _write(self, fenced, changes: dict[str, Any]) -> bool:
         """UPDATE this job's `fenced` row with `changes`; settle its workflow if they are final.
@@ -230,6 +238,19 @@ class JobOutcomes:
         if self.pk in cancelled:
             cancelling.mark(self, cancelled[self.pk], refund=True)
         return bool(given_back or cancelled)
+
+
+def _became_a_cancel(row: dict, changes: dict[str, Any]) -> bool:
+    """Whether the retry `changes` describe was stored as a cancel (mark_for_retry(): asked to
+    stop), its attempt's record followed by the cancel's."""
+    errors = row["errors"] or []
+    return (
+        changes.get("status") == JobStatus.READY
+        and row["status"] == JobStatus.FAILED
+        and len(errors) >= 2
+        and _attempt_of(errors[-2]) == _attempt_of(changes["errors"][-1])
+        and errors[-1].get("summary") == cancelling.RETRY
+    )
 
 
 def _attempt_of(error: dict) -> tuple:

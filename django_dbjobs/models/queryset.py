@@ -206,7 +206,9 @@ class JobQuerySet(models.QuerySet):
             yield pks
             last = pks[-1]
 
-    def _refund(self, isolate: bool = False, why: str = cancelling.RELEASED) -> tuple[int, dict[str, list]]:
+    def _refund(
+        self, isolate: bool = False, why: str = cancelling.RELEASED, expected: int | None = None
+    ) -> tuple[int, dict[str, list]]:
         """Make these jobs READY with their pickup undone: the attempt and its worker id.
 
         With `isolate` (their worker died), each must run alone next time; otherwise
@@ -235,6 +237,8 @@ class JobQuerySet(models.QuerySet):
                     output_field=models.TextField(),
                 ),
             )
+            if given_back == expected:  # every one went back: none was asked to stop
+                return given_back, {}
             return given_back, cancelling.record_cancelled(self.using(using), why, refund=True)
 
     def release_all(self, worker: str, jobs: list[Job]) -> int:
@@ -254,20 +258,21 @@ class JobQuerySet(models.QuerySet):
         fence = Q()
         for job in jobs:
             fence |= Q(pk=job.pk, pickups=job.pickups)
-        given_back, cancelled = self.owned_by(worker).filter(fence)._refund()
+        given_back, cancelled = self.owned_by(worker).filter(fence)._refund(expected=len(jobs))
         for job in jobs:
             if job.pk in cancelled:
                 cancelling.mark(job, cancelled[job.pk], refund=True)
         return given_back, [job for job in jobs if job.pk in cancelled]
 
-    def release_unheld(self, worker: str, held: set[str]) -> int:
+    def release_unheld(self, worker: str, held: set[str]) -> tuple[int, list[str]]:
         """Give back this worker's RUNNING jobs other than `held`: READY, attempts refunded.
 
         For a claim that failed on the client yet committed on the server. One asked to
-        stop is recorded cancelled instead (counted too).
+        stop is recorded cancelled instead. Return how many went back READY, and the ids
+        of those recorded cancelled.
         """
         given_back, cancelled = self.owned_by(worker).exclude(pk__in=held)._refund()
-        return given_back + len(cancelled)
+        return given_back, sorted(cancelled)
 
     def still_owned(self, worker: str, jobs: list[Job]) -> set[str]:
         """Ids of `jobs` this worker still holds, at the attempt it claimed."""

@@ -122,3 +122,10 @@ def given_back_cancelled(job: Job) -> None:
             job, JobStatus.FAILED, JobCancelled(error["summary"].removeprefix("JobCancelled: "))
         )
         send(job_failed, job=job, error=error)
+
+
+def report_cancelled(using: str, ids) -> None:
+    """given_back_cancelled() for the jobs `ids`, read again whole (a give-back that only knew
+    their ids: jobs this worker owned and did not hold)."""
+    for job in Job.objects.using(using).filter(pk__in=list(ids)).order_by("pk"):
+        given_back_cancelled(job)

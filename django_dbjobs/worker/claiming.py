@@ -154,6 +154,14 @@ class Claimer:
         ordinary: list[Job] | None = []
         self._asked = free
         rated_first = self.rated.first_this_time()
+        if self.rated.alone_due():
+            # A rate-limited job that must run alone is due: it is claimed only by a worker
+            # holding nothing (its rate slot must not be stamped while it waits at the gate).
+            # Claim nothing until the jobs held are done, then it first: a drain, as long as
+            # the jobs running last, once per such job (recovered from a dead worker).
+            if self.held:
+                return []
+            rated_first = True
         if not rated_first:
             ordinary = self._guarded(lambda: self.claim(free), "claiming jobs")
             if ordinary is None:
@@ -170,6 +178,8 @@ class Claimer:
             if rated is None:
                 self.in_doubt = True  # it may have committed all the same: see release_unheld()
                 rated = []
+        if rated_first and not rated and self.rated.alone_due() and not self.held:
+            return []  # still draining: its rate had no free slot yet
         if rated_first and free > len(rated):
             ordinary = self._guarded(
                 lambda: self.claim(free - len(rated), alone_ok=not rated), "claiming jobs"
@@ -244,10 +254,13 @@ class Claimer:
         self.ahead.land()
         worker = self.identity
         held = self.held.kept(self.acks.pending_ids)
-        released = Job.objects.using(worker.using).release_unheld(worker.id, held)
-        if released:
-            logger.warning("Jobs this worker did not hold released count=%s id=%s", released, worker.id)
-        return released
+        released, cancelled = Job.objects.using(worker.using).release_unheld(worker.id, held)
+        if released or cancelled:
+            logger.warning(
+                "Jobs this worker did not hold released count=%s id=%s", released + len(cancelled), worker.id
+            )
+        cancels.report_cancelled(worker.using, cancelled)  # asked to stop: recorded cancelled instead
+        return released + len(cancelled)
 
     def release(self, jobs: list[Job], quiet: bool = False) -> None:
         """Give unfinished jobs back in one fenced UPDATE: READY, attempts refunded (or cancelled,

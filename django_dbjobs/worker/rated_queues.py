@@ -6,7 +6,7 @@ import logging
 import time
 
 from ..flow.rates import Rate, RateLimitedClaims, queue_rates, sync_blocked
-from ..models import Job
+from ..models import Isolation, Job
 from .identity import Identity
 
 logger = logging.getLogger("django_dbjobs")
@@ -32,6 +32,14 @@ class RatedQueues:
         rates = queue_rates()
         return {q: r for q, r in rates.items() if not self.served or q in self.served}
 
+    def alone_due(self) -> bool:
+        """Whether a due job that must run alone waits in a rate-limited queue this worker serves:
+        claimed only by a worker that holds nothing (RateLimitedClaims.alone_due)."""
+        due = self.claims.alone_due
+        if due and not due & set(self.queues):
+            due.clear()  # queues no longer rate-limited, or no longer served
+        return bool(due)
+
     def all_names(self) -> frozenset[str]:
         """Every rate-limited queue of the setting, served here or not."""
         return frozenset(queue_rates())
@@ -53,11 +61,16 @@ class RatedQueues:
         if not queues:
             return jobs
         self._turn = (self._turn + 1) % len(queues)
-        for queue, rate in queues[self._turn :] + queues[: self._turn]:
+        in_turn = queues[self._turn :] + queues[: self._turn]
+        # A queue with a job that must run alone goes first while nothing is held (a drain).
+        in_turn.sort(key=lambda item: item[0] not in self.claims.alone_due)
+        for queue, rate in in_turn:
             if limit - len(jobs) <= 0:
                 break
             alone_ok = nothing_held and not jobs
             jobs += self.claims.claim(queue, rate, limit - len(jobs), alone_ok)
+            if any(job.isolation != Isolation.NONE for job in jobs):
+                break  # claimed by itself: nothing beside it
         return jobs
 
     def sync_if_due(self, call) -> None:

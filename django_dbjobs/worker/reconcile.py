@@ -13,6 +13,7 @@ from ..conf import settings
 from ..db.outage import Outage
 from ..exceptions import MissingMigrations
 from ..models import Job
+from . import cancels
 from .held import HeldJobs
 from .identity import Identity
 
@@ -77,7 +78,9 @@ class Reconciler:
         self.land()
         kept = self.held.kept(self.pending)
         # Fenced on owner, RUNNING and pickup: one that finished since the SELECT stays as it is.
-        released = jobs.release_all(worker.id, [job for job in found if job.pk not in kept])
-        if released:
-            logger.warning("Jobs this worker did not hold released count=%s id=%s", released, worker.id)
-        return released
+        released, cancelled = jobs.give_back(worker.id, [job for job in found if job.pk not in kept])
+        if released or cancelled:
+            count = released + len(cancelled)
+            logger.warning("Jobs this worker did not hold released count=%s id=%s", count, worker.id)
+        cancels.report_cancelled(worker.using, [job.pk for job in cancelled])  # asked to stop
+        return released + len(cancelled)

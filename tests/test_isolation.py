@@ -54,22 +54,22 @@ def test_a_fresh_sweeper_waits_a_heartbeat_timeout_before_judging_workers(settin
 
 
 def test_a_job_that_must_run_alone_waits_for_the_others_and_holds_them_back():
-    gate = AloneGate()
     events = []
+    gate = AloneGate(lambda job: events.append(f"queued again {job}"))
 
     def other(name, seconds):
         assert gate.enter(name, alone=False)
         events.append(f"{name} starts")
         time.sleep(seconds)
         events.append(f"{name} ends")
-        assert gate.leave(alone=False) == []
+        gate.leave(alone=False)
 
     def alone():
         assert gate.enter("alone", alone=True)
         events.append("alone starts")
         time.sleep(0.2)
         events.append("alone ends")
-        events.append(f"handed back {gate.leave(alone=True)}")
+        gate.leave(alone=True)
 
     first = threading.Thread(target=other, args=("first", 0.3))
     first.start()
@@ -82,7 +82,7 @@ def test_a_job_that_must_run_alone_waits_for_the_others_and_holds_them_back():
     assert gate.enter("later", alone=False) is False
     for thread in (first, lone):
         thread.join(5)
-    assert events == ["first starts", "first ends", "alone starts", "alone ends", "handed back ['later']"]
+    assert events == ["first starts", "first ends", "alone starts", "alone ends", "queued again later"]
     assert gate.enter("later", alone=False)
 
 

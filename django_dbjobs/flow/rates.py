@@ -33,6 +33,8 @@ RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*(s|m|h|d)\s*\Z")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 #: Most starts per period a queue may be limited to (one row each).
 MAX_RATE = 10_000
+#: Batches of waiting jobs one pass of sync_blocked() moves at most, each way.
+SYNC_ROUNDS = 50
 
 
 @dataclass(frozen=True)
@@ -208,8 +210,11 @@ def sync_blocked(using: str, batch_size: int = 1000) -> int:
         moves.append((free, Blocked.RATE))
     changed = 0
     for jobs, blocked in moves:
-        with transaction.atomic(using=using):
-            pks = list(db.lock_or_skip(jobs.order_by()).values_list("pk", flat=True)[:batch_size])
-            if pks:
-                changed += jobs.filter(pk__in=pks).update(blocked=blocked)
+        for _ in range(SYNC_ROUNDS):  # a short transaction each; a backlog larger waits a minute more
+            with transaction.atomic(using=using):
+                pks = list(db.lock_or_skip(jobs.order_by()).values_list("pk", flat=True)[:batch_size])
+                if pks:
+                    changed += jobs.filter(pk__in=pks).update(blocked=blocked)
+            if len(pks) < batch_size:
+                break
     return changed

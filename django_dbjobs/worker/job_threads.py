@@ -36,7 +36,9 @@ class AloneGate:
     behind them (a worker that hung for good, heartbeating).
     """
 
-    def __init__(self):
+    def __init__(self, requeue: Callable[[Job], None]):
+        #: Queues a job set aside again (for the threads to take), once the job alone is done.
+        self.requeue = requeue
         self._changed = threading.Condition()
         self._others = 0
         self._alone = False  # one is queued, waiting for the others to finish, or running
@@ -52,7 +54,7 @@ class AloneGate:
         """Wait until `job` may start, if it must run alone; True if it may start now.
 
         False if it may not: the gate closed (shutdown: it is given back), or `job` was
-        set aside until the job that must run alone is done (leave() hands it back).
+        set aside until the job that must run alone is done (leave() queues it again).
         """
         with self._changed:
             if self._closed:
@@ -87,17 +89,21 @@ class AloneGate:
             set_aside, self._set_aside = self._set_aside, []
             return set_aside
 
-    def leave(self, alone: bool) -> list[Job]:
-        """A job is done (or was not started); return the jobs set aside, to queue again."""
+    def leave(self, alone: bool) -> None:
+        """A job is done (or was not started); after the job alone, queue the jobs set aside again.
+
+        Under the gate's lock, so that a shutdown's close() finds each either set aside or queued.
+        """
         with self._changed:
-            set_aside = []
             if alone:
                 self._alone = False
                 set_aside, self._set_aside = self._set_aside, []
+                if not self._closed:
+                    for job in set_aside:
+                        self.requeue(job)
             else:
                 self._others -= 1
             self._changed.notify_all()
-            return set_aside
 
 
 class JobThreads:
@@ -137,7 +143,7 @@ class JobThreads:
         self.claims_came_short = claims_came_short
         self._tasks: queue_module.SimpleQueue[Job | None] = queue_module.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self._gate = AloneGate()
+        self._gate = AloneGate(self._tasks.put)
 
     def start(self) -> None:
         """Start the threads; they run jobs as they are submitted."""
@@ -167,6 +173,7 @@ class JobThreads:
 
         Closing also takes back the jobs threads have taken but are holding at the gate.
         """
+        held_back = self._gate.close() if close else []  # closed first: none starts meanwhile
         queued = []
         while True:
             try:
@@ -175,7 +182,8 @@ class JobThreads:
                 break
             if job is not None:
                 queued.append(job)
-        held_back = self._gate.close() if close else self._gate.withdraw(queued)
+        if not close:
+            held_back = self._gate.withdraw(queued)
         return held_back + queued
 
     def stop(self) -> None:
@@ -222,8 +230,7 @@ class JobThreads:
                 else:
                     not_stored = False
                 finally:
-                    for held_back in self._gate.leave(alone):
-                        self._tasks.put(held_back)
+                    self._gate.leave(alone)
                     last_job = time.monotonic()
                     self.on_done(job, None if began is None else last_job - began)
                 if not_stored:  # after on_done(): the job is no longer held, so it is given back

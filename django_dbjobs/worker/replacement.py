@@ -24,28 +24,36 @@ from .stop_signals import TAKEN_SIGNALS
 logger = logging.getLogger("django_dbjobs")
 
 
-def possible() -> bool:
-    """Whether this system replaces a process image in place (POSIX ``exec``; not Windows,
-    where ``os.exec*`` starts another process and ends this one)."""
-    return os.name == "posix"
+class Replacement:
+    """How to start this ``run_jobs`` afresh, read when it starts (a job may change the working
+    directory, the environment or ``sys.argv`` before it gets stuck)."""
 
+    def __init__(self, argv: list[str]):
+        self.command = supervisor.child_command(argv[2:])  # argv: [program, "run_jobs", options...]
+        self.directory = os.getcwd()
+        self.environment = dict(os.environ)  # DBJOBS_SUPERVISOR_PID included: read before execute()
 
-def replace(argv: list[str]) -> None:
-    """Replace this process with a fresh ``run_jobs`` run with `argv`'s options; return only if
-    the ``exec`` failed (the caller then exits with the stuck job's status)."""
-    command = supervisor.child_command(argv[2:])  # argv: [program, "run_jobs", options...]
-    environment = dict(os.environ)
-    parent = supervisor.supervisor_pid()  # read once and hidden from job code: handed on
-    if parent is not None:
-        environment["DBJOBS_SUPERVISOR_PID"] = str(parent)
-    logger.warning("Replacing this worker process with a fresh run_jobs pid=%s", os.getpid())
-    logging.shutdown()  # its handlers' buffers, before the image that holds them is gone
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    if hasattr(signal, "pthread_sigmask"):
-        # The mask survives exec: the fresh image must receive its stop signals.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, TAKEN_SIGNALS)
-    try:
-        os.execve(command[0], command, environment)
-    except OSError as exc:
-        sys.stderr.write(f"Could not replace the worker process ({exc}); exiting.\n")
+    def possible(self) -> bool:
+        """Whether this system replaces a process image in place (POSIX ``exec``; not Windows,
+        where ``os.exec*`` starts another process and ends this one), and the command can
+        find the project again (a script, or ``python -m django`` with a settings module)."""
+        settings_given = "DJANGO_SETTINGS_MODULE" in self.environment or any(
+            argument.startswith("--settings") for argument in self.command
+        )
+        return os.name == "posix" and ("-m" not in self.command or settings_given)
+
+    def replace(self) -> None:
+        """Replace this process with the fresh ``run_jobs``; return only if the ``exec`` failed
+        (the caller then exits with the stuck job's status)."""
+        logger.warning("Replacing this worker process with a fresh run_jobs pid=%s", os.getpid())
+        logging.shutdown()  # its handlers' buffers, before the image that holds them is gone
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        if hasattr(signal, "pthread_sigmask"):
+            # The mask survives exec: the fresh image must receive its stop signals.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TAKEN_SIGNALS)
+        try:
+            os.chdir(self.directory)
+            os.execve(self.command[0], self.command, self.environment)
+        except OSError as exc:
+            sys.stderr.write(f"Could not replace the worker process ({exc}); exiting.\n")

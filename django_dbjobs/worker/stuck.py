@@ -70,7 +70,7 @@ def give_up(armed, worker: str, outage: Outage, held: HeldJobs, grace: float, de
     (record_deferred()): its outcome frees its key's slot, and the stuck call runs on
     until the process exits.
     """
-    then = "stopping this worker process for a fresh one to take over"
+    then = "stopping this worker process (only its end stops the call)"
     if armed.job.concurrency_key is not None:
         _log(armed, then + "; recorded as it exits, its concurrency slot held until then")
         deferred.append(armed)

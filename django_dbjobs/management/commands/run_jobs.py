@@ -1,5 +1,6 @@
 import logging
 import os
+import signal
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
@@ -114,15 +115,19 @@ class Command(BaseCommand):
         return super().execute(*args, **options)
 
     def run_from_argv(self, argv):
-        self._argv = list(argv)  # the command line a replacement runs again (replacement.py)
+        self._replacement = replacement.Replacement(list(argv))  # read now: replacement.py
         return super().run_from_argv(argv)
 
     def _exit_after_stuck_job(self, status: int, replace: bool) -> None:
         message = "The worker stopped after a job it could not interrupt; exiting with status 3."
         if not getattr(self, "_called_from_command_line", False):
             raise CommandError(message, returncode=status)
-        if replace and replacement.possible():
-            replacement.replace(self._argv)  # returns only if it failed
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            # A stop now ends the process at once: a KeyboardInterrupt would make Python wait
+            # for the stuck call's thread (an async job's event loop is not a daemon thread).
+            signal.signal(signum, signal.SIG_DFL)
+        if replace and self._replacement.possible():
+            self._replacement.replace()  # returns only if it failed
         self.stderr.write(message)
         logging.shutdown()
         sys.stdout.flush()

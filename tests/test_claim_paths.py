@@ -40,28 +40,11 @@ def store(queue, keyed, blocked, isolation, n):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_ready_state_is_taken_by_a_worker_on_the_current_settings(run_jobs):
+@pytest.mark.parametrize("limits", [{RATED: {"rate": "1000/m"}}, {}], ids=["limit-added", "limit-removed"])
+def test_every_ready_state_is_taken_by_a_worker_on_the_current_settings(run_jobs, limits):
     stored = {store(*state, n): state for n, state in enumerate(STATES)}
-    worker = run_jobs(
-        "--burst",
-        "--concurrency",
-        "2",
-        env={"DBJOBS_TEST_QUEUE_LIMITS": json.dumps({RATED: {"rate": "1000/m"}})},
-    )
-    assert worker.wait() == 0, worker.output()
-    left = {
-        stored[pk]: (status, blocked)
-        for pk, status, blocked in Job.objects.exclude(status=JobStatus.SUCCESSFUL).values_list(
-            "pk", "status", "blocked"
-        )
-    }
-    assert left == {}, left
-
-
-@pytest.mark.django_db(transaction=True)
-def test_every_ready_state_is_taken_once_a_rate_limit_is_removed(run_jobs):
-    stored = {store(*state, n): state for n, state in enumerate(STATES)}
-    worker = run_jobs("--burst", "--concurrency", "2")
+    env = {"DBJOBS_TEST_QUEUE_LIMITS": json.dumps(limits)} if limits else {}
+    worker = run_jobs("--burst", "--concurrency", "2", env=env)
     assert worker.wait() == 0, worker.output()
     left = {
         stored[pk]: (status, blocked)

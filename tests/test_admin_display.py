@@ -198,3 +198,13 @@ def test_run_now_keeps_the_schedules_name_as_written():
     shown = re.findall(r'<ul class="messagelist">(.*?)</ul>', response.content.decode(), flags=re.S)[0]
     assert "nightly-summary enqueued job" in shown
     assert "Nightly-summary" not in shown, "the admin capitalises a message's first letter"
+
+
+def test_a_worker_id_wraps_only_after_its_colons_and_is_escaped():
+    from django_dbjobs.admin.display import worker_id
+
+    assert worker_id("web-2:3310:1be07d54") == (
+        '<span class="dbjobs-id">web-2:<wbr>3310:<wbr>1be07d54</span>'
+    )
+    assert worker_id("<b>:1") == '<span class="dbjobs-id">&lt;b&gt;:<wbr>1</span>'
+    assert worker_id("") == ""

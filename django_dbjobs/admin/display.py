@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 
 from ..models import JobStatus
@@ -70,3 +71,12 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     return format_html(
         '<table class="dbjobs-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>', head, body
     )
+
+
+def worker_id(value: str) -> str:
+    """A worker's id (``host:pid:random``) that wraps only after a colon, never inside a part:
+    a table's narrow column would otherwise split its hex ("1be07d5 4")."""
+    if not value:
+        return ""
+    parts = format_html_join(mark_safe(":<wbr>"), "{}", ((part,) for part in value.split(":")))
+    return format_html('<span class="dbjobs-id">{}</span>', parts)

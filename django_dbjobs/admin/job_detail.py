@@ -127,11 +127,17 @@ class JobDetailMixin:
         timed = [(dates.parse(event[0]), *event) for event in events if event[0]]
         timed.sort(key=lambda event: (event[0] is None, event[0] or job.enqueued_at))
         rows = [
-            [label, dates.moment(stored), dates.offset(at, job.enqueued_at), worker, detail]
+            [
+                label,
+                dates.moment(stored),
+                dates.offset(at, job.enqueued_at),
+                display.worker_id(worker),
+                detail,
+            ]
             for at, stored, label, worker, detail in timed
         ]
         if job.status == JobStatus.RUNNING:
-            rows.append([_("Running now"), "", "", job.worker or "", ""])
+            rows.append([_("Running now"), "", "", display.worker_id(job.worker or ""), ""])
         headers = [_("Event"), _("When"), _("After enqueue"), _("Worker"), _("Detail")]
         table = display.table(headers, rows)
         if job.worker_ids:
@@ -149,7 +155,7 @@ class JobDetailMixin:
             [
                 error.get("attempt", "?"),
                 dates.moment(error.get("at")),
-                error.get("worker", ""),
+                display.worker_id(error.get("worker", "")),
                 format_html(
                     '<strong>{}</strong><details><summary>{}</summary><pre class="dbjobs-traceback">{}</pre>'
                     "</details>",

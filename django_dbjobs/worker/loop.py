@@ -181,7 +181,7 @@ class Worker:
                 continue
             self._acks.flush()
             self.parts.reconciler.reconcile_if_due()  # jobs it owns and does not hold (reconcile.py)
-            self.admitter.admit_if_due()
+            self._admit()
             self.claimer.rated.sync_if_due(self._outage.call)
             if self._drained:
                 # The wake-up's claim found fewer due jobs than it asked for, a moment ago:
@@ -231,10 +231,17 @@ class Worker:
             if woken:
                 self._claim_woken()
 
+    def _admit(self) -> int:
+        """Admit keyed jobs to their keys' slots (flow/admitter.py); how many."""
+        admitted = self.admitter.admit_if_due()
+        if admitted:  # in a rate-limited queue, they wait for its rate: look there again at once
+            self.claimer.rated.claims.woken()
+        return admitted
+
     def _admitted_before_exit(self) -> bool:
         """Whether a last look at every key admitted jobs (a burst worker about to exit)."""
         self.admitter.look_now()
-        return self.admitter.admit_if_due() > 0
+        return self._admit() > 0
 
     def _claim_woken(self) -> None:
         """Woken: new jobs or a free thread. Claim now, the loop's housekeeping after (a success

@@ -192,12 +192,17 @@ class Worker:
                 if self._waiter.wait(DRAINED_RECHECK, probe=False):
                     self._claim_woken()  # before this turn's housekeeping, as below
                 continue
+            held_while_claiming = bool(self._held)
             claimed = self.claimer.claim_free_slots()
             if claimed is None:
                 continue  # database error: already paused
             if claimed:
                 continue
             idle = not self._held
+            if idle and held_while_claiming:
+                # The last job ended during the claim, which could not take what that frees (a
+                # job that must run alone, while one was held): claim again before judging idle.
+                continue
             if (
                 idle
                 and self.burst

@@ -20,7 +20,7 @@ from .db.outage import Outage
 from .flow import admission
 from .models import Blocked, Job, JobStatus
 from .signals import job_enqueued
-from .worker import execution
+from .worker.running import execution
 
 __all__ = ["CapturedJobs", "capture_jobs", "run_jobs"]
 

@@ -274,8 +274,8 @@ def live_worker(worker_id: str = "h:1:a", **fields):
 @pytest.fixture
 def waiter():
     """An IdleWaiter listening on PostgreSQL, its first wake-up (from connecting) taken."""
-    from django_dbjobs.worker.idle_wait import IdleWaiter
-    from django_dbjobs.worker.wake_event import WakeEvent
+    from django_dbjobs.worker.lifecycle.idle_wait import IdleWaiter
+    from django_dbjobs.worker.lifecycle.wake_event import WakeEvent
 
     event = WakeEvent()
     waiter = IdleWaiter("default", event, None)

@@ -8,10 +8,10 @@ import time
 from django_dbjobs import current_job, job
 from tests.reexported_job import reexported  # noqa: F401 - a job workers know through this module
 
-# DBJOBS_TEST_DRAINED_RECHECK=<seconds>: this worker's pause after a short claim (worker/loop.py);
+# DBJOBS_TEST_DRAINED_RECHECK=<seconds>: this worker's pause after a short claim (worker/lifecycle/loop.py);
 # set here, the module every test worker imports once its apps are ready.
 if os.environ.get("DBJOBS_TEST_DRAINED_RECHECK"):
-    from django_dbjobs.worker import loop as _loop
+    from django_dbjobs.worker.lifecycle import loop as _loop
 
     _loop.DRAINED_RECHECK = float(os.environ["DBJOBS_TEST_DRAINED_RECHECK"])
 

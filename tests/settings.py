@@ -127,13 +127,13 @@ if os.environ.get("DBJOBS_TEST_CONTEXT_HOOKS"):
 if os.environ.get("DBJOBS_TEST_CHILD_CRASH") and os.environ.get("DBJOBS_SUPERVISOR_PID"):
     raise SystemExit(3)
 if os.environ.get("DBJOBS_TEST_RESTART_PAUSE"):
-    import django_dbjobs.worker.supervisor as _supervisor
+    import django_dbjobs.worker.lifecycle.supervisor as _supervisor
 
     _supervisor.RESTART_PAUSE = float(os.environ["DBJOBS_TEST_RESTART_PAUSE"])
 if os.environ.get("DBJOBS_TEST_STUCK_AFTER"):
-    import django_dbjobs.worker.timeouts as _timeouts
+    import django_dbjobs.worker.running.deadlines as _deadlines
 
-    _timeouts.STUCK_AFTER = float(os.environ["DBJOBS_TEST_STUCK_AFTER"])
+    _deadlines.STUCK_AFTER = float(os.environ["DBJOBS_TEST_STUCK_AFTER"])
 # DBJOBS_TEST_QUEUE_LIMITS=<JSON>: this worker's DBJOBS_QUEUE_LIMITS.
 if os.environ.get("DBJOBS_TEST_QUEUE_LIMITS"):
     import json

@@ -1,4 +1,4 @@
-"""Cancelling jobs (JobQuerySet.cancel(), worker/cancels.py): ready ones deleted, running ones
+"""Cancelling jobs (JobQuerySet.cancel(), worker/running/cancel_watch.py): ready ones deleted, running ones
 interrupted by their worker and recorded cancelled, never retried."""
 
 import signal

@@ -12,7 +12,7 @@ from django_dbjobs.flow import admission
 from django_dbjobs.flow.rates import Rate, RateLimitedClaims, slots_in_use
 from django_dbjobs.models import Batch, Blocked, Isolation, Job, JobStatus, RateSlot
 from django_dbjobs.signals import job_failed
-from django_dbjobs.worker.sweep import sweep
+from django_dbjobs.worker.leases.sweep import sweep
 from tests import jobs
 from tests.conftest import wait_for
 
@@ -164,7 +164,7 @@ def test_a_job_asked_to_stop_and_released_at_shutdown_is_recorded_cancelled(run_
 
 
 def test_a_worker_records_cancelled_a_job_asked_to_stop_that_fails_by_itself_and_signals_it_once():
-    from django_dbjobs.worker import execution
+    from django_dbjobs.worker.running import execution
 
     enqueue(jobs.always_fails)
     job = asked_to_stop()  # its copy has not seen the request: it runs, and fails by itself

@@ -1,4 +1,4 @@
-"""PostgreSQL: an idle worker's claim is sent the moment a notification is read (worker/claim_ahead.py).
+"""PostgreSQL: an idle worker's claim is sent the moment a notification is read (claim_ahead.py).
 
 The claim is made ready before the wait, sent by the idle waiter as it reads the
 notification, and read where the loop claims. What it took is never lost: it is held
@@ -215,7 +215,7 @@ def test_a_prefetch_that_lapses_during_the_wait_leaves_the_claim_ready_for_the_f
     be sent, leaving the first wake-up after an idle moment to the slow path."""
     from django.db import transaction
 
-    from django_dbjobs.worker.prefetch import Prefetch
+    from django_dbjobs.worker.claiming.prefetch import Prefetch
 
     _identity, claimer, threads, waiter = wired
     claimer.prefetch = Prefetch(100, 1)
@@ -236,7 +236,7 @@ def test_a_prefetch_that_lapses_during_the_wait_leaves_the_claim_ready_for_the_f
 def test_a_full_claim_sent_for_the_threads_is_not_short_of_a_live_prefetch(wired):
     from django.db import transaction
 
-    from django_dbjobs.worker.prefetch import Prefetch
+    from django_dbjobs.worker.claiming.prefetch import Prefetch
 
     _identity, claimer, threads, waiter = wired
     claimer.prefetch = Prefetch(100, 1)

@@ -14,8 +14,8 @@ from django_dbjobs import db, enqueue, enqueue_many
 from django_dbjobs.db.listen import QUEUES_PAYLOAD, SCHEDULES_PAYLOAD
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.models.claim_shape import claim
-from django_dbjobs.worker.idle_wait import IdleWaiter
-from django_dbjobs.worker.wake_event import WakeEvent
+from django_dbjobs.worker.lifecycle.idle_wait import IdleWaiter
+from django_dbjobs.worker.lifecycle.wake_event import WakeEvent
 from tests import jobs
 from tests.test_claim_without_sort import PREFER_SORTING
 from tests.test_wakeup import notify

@@ -11,9 +11,9 @@ from django.db import connection, connections
 from django_dbjobs import enqueue, enqueue_many, prepare
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.flow import admission
-from django_dbjobs.flow.admitter import Admitter
 from django_dbjobs.models import Blocked, FailedJob, Job, JobStatus, WorkerProcess
 from django_dbjobs.testing import run_jobs as run_jobs_here
+from django_dbjobs.worker.claiming.admitter import Admitter
 from tests import jobs
 from tests.conftest import wait_for
 

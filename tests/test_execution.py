@@ -11,8 +11,8 @@ from django_dbjobs import enqueue
 from django_dbjobs.db.outage import Outage
 from django_dbjobs.models import Isolation, Job, JobStatus
 from django_dbjobs.signals import job_failed, job_finished, job_started
-from django_dbjobs.worker import execution
-from django_dbjobs.worker.acks import SuccessBatch
+from django_dbjobs.worker.running import execution
+from django_dbjobs.worker.running.success_batch import SuccessBatch
 from tests import jobs
 
 

@@ -8,10 +8,10 @@ from django.db import connection
 from django_dbjobs import enqueue
 from django_dbjobs.conf import settings
 from django_dbjobs.models import WorkerProcess
-from django_dbjobs.worker.heartbeat import Heartbeat, register
 from django_dbjobs.worker.identity import Identity, new_worker_id
-from django_dbjobs.worker.lease import Lease
-from django_dbjobs.worker.wake_event import WakeEvent
+from django_dbjobs.worker.leases.heartbeat import Heartbeat, register
+from django_dbjobs.worker.leases.lease import Lease
+from django_dbjobs.worker.lifecycle.wake_event import WakeEvent
 from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)

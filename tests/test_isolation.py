@@ -10,8 +10,8 @@ from django.db.models.functions import Now
 from django_dbjobs import bulk_enqueue, prepare
 from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
 from django_dbjobs.worker import Worker
-from django_dbjobs.worker.job_threads import AloneGate
-from django_dbjobs.worker.sweep import Sweeper
+from django_dbjobs.worker.leases.sweep import Sweeper
+from django_dbjobs.worker.running.job_threads import AloneGate
 from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -132,7 +132,7 @@ def test_a_database_with_only_some_old_migrations_is_refused_with_what_to_do(old
 @pytest.mark.django_db(transaction=True)
 def test_a_queue_paused_or_resumed_notifies_workers_and_the_trigger_goes_with_its_migration():
     """0006: a statement that may change which queues are paused NOTIFYs 'queues'
-    (worker/paused_queues.py); a worker's LISTEN connection trusts what it hears only where
+    (worker/claiming/paused_queues.py); a worker's LISTEN connection trusts what it hears only where
     the trigger is, and may start without it."""
     from django_dbjobs.db.listen import Listen
     from django_dbjobs.models import Queue

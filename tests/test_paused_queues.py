@@ -11,7 +11,11 @@ from django.test.utils import CaptureQueriesContext
 from django_dbjobs import db, enqueue
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus, Queue
-from django_dbjobs.worker.paused_queues import HEARD_TRUST_LONGEST, PAUSE_CHECK_INTERVAL, PausedQueues
+from django_dbjobs.worker.claiming.paused_queues import (
+    HEARD_TRUST_LONGEST,
+    PAUSE_CHECK_INTERVAL,
+    PausedQueues,
+)
 
 from . import jobs
 from .conftest import wait_for
@@ -51,7 +55,7 @@ def test_a_claim_on_paused_queues_only_takes_nothing():
 
 def test_the_worker_view_of_paused_queues_is_read_again_after_a_second(caplog, monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr("django_dbjobs.worker.paused_queues.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("django_dbjobs.worker.claiming.paused_queues.time.monotonic", lambda: clock[0])
     paused = PausedQueues("w1", "default")
     assert paused.current() == frozenset()
     Queue.objects.pause(["emails"])
@@ -67,7 +71,7 @@ def test_a_list_read_in_a_listen_session_is_trusted_while_it_lasts_and_hears_no_
     """PostgreSQL's idle wake-up claim (claim_ahead.py) asks current(notified=True): the list
     read in the LISTEN session still open, with no notification of a change since."""
     clock, session = [1000.0], [1]
-    monkeypatch.setattr("django_dbjobs.worker.paused_queues.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("django_dbjobs.worker.claiming.paused_queues.time.monotonic", lambda: clock[0])
     paused = PausedQueues("w1", "default")
     paused.listen_session = lambda: session[0]
     assert not paused.trusted(), "never read"
@@ -146,7 +150,7 @@ def test_a_running_worker_stops_claiming_from_a_paused_queue_and_resumes(run_job
 def test_the_idle_probe_does_not_take_a_paused_backlog_for_work():
     import threading
 
-    from django_dbjobs.worker.idle_wait import IdleWaiter
+    from django_dbjobs.worker.lifecycle.idle_wait import IdleWaiter
 
     Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")
     paused = frozenset({"emails"})
@@ -164,7 +168,7 @@ def test_the_idle_probe_does_not_take_a_paused_backlog_for_work():
 
 def test_empty_claims_are_spaced_while_queues_are_paused():
     from django_dbjobs.worker import Worker
-    from django_dbjobs.worker.claiming import PAUSED_CLAIM_GAP
+    from django_dbjobs.worker.claiming.claimer import PAUSED_CLAIM_GAP
 
     Queue.objects.pause(["emails"])
     Job.objects.create(name="tests.jobs.add", args=[1, 2], queue="emails")

@@ -8,7 +8,7 @@ from django.db import OperationalError
 from django_dbjobs import bulk_enqueue, prepare
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.worker import Worker
-from django_dbjobs.worker.prefetch import Prefetch
+from django_dbjobs.worker.claiming.prefetch import Prefetch
 from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -221,26 +221,26 @@ def test_the_first_success_of_a_batch_wakes_the_loop_to_store_it_in_time():
 def test_a_job_deadline_wakes_a_loop_that_would_sleep_past_it():
     import threading
 
-    from django_dbjobs.worker import timeouts
+    from django_dbjobs.worker.running import deadlines, interrupts
 
     event = threading.Event()
-    timeouts.subscribe(event)
-    armed = timeouts.Armed(job=None, thread=threading.get_ident(), seconds=30.0, deadline=0.0)
+    deadlines.subscribe(event)
+    armed = interrupts.Armed(job=None, thread=threading.get_ident(), seconds=30.0, deadline=0.0)
     try:
-        timeouts.looks_at(event, time.monotonic() + 60)  # a loop waiting a minute
-        timeouts.arm(armed)
+        deadlines.looks_at(event, time.monotonic() + 60)  # a loop waiting a minute
+        deadlines.arm(armed)
         assert event.is_set(), "the loop must wait no longer than the deadline"
-        assert 29 < timeouts.due_in() <= 30
-        timeouts.disarm(armed)
+        assert 29 < deadlines.due_in() <= 30
+        interrupts.disarm(armed)
         event.clear()
-        timeouts.looks_at(event, time.monotonic() + 1)  # back within a second: in time
-        timeouts.arm(armed)
+        deadlines.looks_at(event, time.monotonic() + 1)  # back within a second: in time
+        deadlines.arm(armed)
         assert not event.is_set(), "a loop that looks again before the deadline is left alone"
-        timeouts.disarm(armed)
+        interrupts.disarm(armed)
     finally:
-        timeouts.unsubscribe(event)
-    timeouts.arm(armed)
-    timeouts.disarm(armed)
+        deadlines.unsubscribe(event)
+    deadlines.arm(armed)
+    interrupts.disarm(armed)
     assert not event.is_set(), "unsubscribed"
 
 

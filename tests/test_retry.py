@@ -1,6 +1,6 @@
 import pytest
 
-from django_dbjobs.worker.retry import RetryPolicy
+from django_dbjobs.worker.running.retry import RetryPolicy
 
 
 @pytest.mark.parametrize(

@@ -54,5 +54,5 @@ def test_a_module_only_a_view_or_a_function_imports_is_not(project):
 
 def test_installed_packages_django_and_django_dbjobs_are_not_followed():
     assert list(startup_imports._imports_of("django.db.models")) == []
-    assert list(startup_imports._imports_of("django_dbjobs.worker.loop")) == []
+    assert list(startup_imports._imports_of("django_dbjobs.worker.lifecycle.loop")) == []
     assert list(startup_imports._imports_of("json")) == []  # the standard library

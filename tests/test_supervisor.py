@@ -8,7 +8,7 @@ import pytest
 
 from django_dbjobs import enqueue
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
-from django_dbjobs.worker.stop_signals import forwarded
+from django_dbjobs.worker.lifecycle.stop_signals import forwarded
 from tests import jobs
 from tests.conftest import stop_process, wait_for
 

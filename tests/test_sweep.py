@@ -6,8 +6,8 @@ from django.db.models.functions import Now
 
 from django_dbjobs import enqueue
 from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
-from django_dbjobs.worker import execution
-from django_dbjobs.worker.sweep import sweep
+from django_dbjobs.worker.leases.sweep import sweep
+from django_dbjobs.worker.running import execution
 from tests import jobs
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django_dbjobs.exceptions import InvalidJobArguments, WorkerLost
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.worker import Worker
-from django_dbjobs.worker.sweep import sweep
+from django_dbjobs.worker.leases.sweep import sweep
 from tests import jobs
 
 tasks = pytest.importorskip("tests.tasks")
@@ -387,7 +387,7 @@ def test_one_database_backend_alias_serves_every_task(settings):
 
 def test_a_task_dead_lettered_by_the_sweep_sends_task_finished():
     from django_dbjobs.models import Isolation
-    from django_dbjobs.worker.sweep import sweep
+    from django_dbjobs.worker.leases.sweep import sweep
 
     finished = []
 

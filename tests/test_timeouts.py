@@ -63,7 +63,7 @@ def test_the_default_timeout_applies_to_jobs_without_their_own(settings):
 def test_runs_ending_at_their_deadline_get_one_clear_outcome_and_leave_nothing_behind(settings):
     """Jobs that spin for exactly their timeout: some finish first, some are interrupted, none
     gets a bare or late interruption, and the next jobs on the same threads run untouched."""
-    from django_dbjobs.worker import timeouts
+    from django_dbjobs.worker.running import deadlines
 
     settings.DBJOBS_DEFAULT_TIMEOUT = 0.02
     created = [enqueue(jobs.spin_for, 0.02, max_attempts=1) for _ in range(60)]
@@ -74,7 +74,7 @@ def test_runs_ending_at_their_deadline_get_one_clear_outcome_and_leave_nothing_b
         if row.status == JobStatus.FAILED:
             assert row.errors[-1]["exception_class_path"] == TIMEOUT
             assert "timeout of 0.02s" in row.last_error, row.last_error
-    assert timeouts.due_in() is None, "a deadline was left armed"
+    assert deadlines.due_in() is None, "a deadline was left armed"
     settings.DBJOBS_DEFAULT_TIMEOUT = None
     after = [enqueue(jobs.spin_for, 0.05) for _ in range(10)]
     Worker(burst=True, concurrency=2).run()
@@ -168,7 +168,7 @@ def test_without_a_supervisor_a_stuck_job_is_recorded_and_the_worker_exits_3(run
 
 def test_a_deadline_cuts_a_long_poll_interval_short():
     """The loop waits up to its poll interval; a job's deadline starting meanwhile ends that
-    wait (timeouts.looks_at()), so a 30 s poll does not make a 0.5 s timeout 30 s late."""
+    wait (deadlines.looks_at()), so a 30 s poll does not make a 0.5 s timeout 30 s late."""
     job = enqueue(jobs.spins_forever, max_attempts=1)
     started = time.monotonic()
     Worker(burst=True, concurrency=1, poll_interval=30).run()

@@ -10,7 +10,7 @@ from django_dbjobs import bulk_enqueue, enqueue, prepare
 from django_dbjobs.enqueuing import wakeup
 from django_dbjobs.exceptions import InvalidJob
 from django_dbjobs.models import Job, JobStatus
-from django_dbjobs.worker import execution
+from django_dbjobs.worker.running import execution
 from tests import jobs
 from tests.conftest import ROOT
 

@@ -11,8 +11,8 @@ from django_dbjobs import bulk_enqueue, db, enqueue, enqueue_many, prepare
 from django_dbjobs.db.listen import SCHEDULES_PAYLOAD
 from django_dbjobs.enqueuing import wakeup
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
-from django_dbjobs.worker.idle_wait import IdleWaiter
-from django_dbjobs.worker.wake_event import WakeEvent
+from django_dbjobs.worker.lifecycle.idle_wait import IdleWaiter
+from django_dbjobs.worker.lifecycle.wake_event import WakeEvent
 from tests import jobs
 from tests.conftest import restart_database, wait_for
 

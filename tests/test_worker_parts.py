@@ -9,16 +9,16 @@ from django.utils import timezone
 from django_dbjobs import enqueue
 from django_dbjobs.db.outage import Outage
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
+from django_dbjobs.worker.claiming.prefetch import Prefetch
 from django_dbjobs.worker.identity import Identity, new_worker_id
-from django_dbjobs.worker.parts import assemble
-from django_dbjobs.worker.prefetch import Prefetch
+from django_dbjobs.worker.lifecycle.parts import assemble
 from tests import jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def parts(queues=()):
-    """A worker's parts, wired by worker/parts.py's assemble() as the Worker does, with no Worker."""
+    """A worker's parts, wired by lifecycle/parts.py's assemble() as the Worker does, with no Worker."""
     identity = Identity(new_worker_id(), "default", tuple(queues))
     WorkerProcess.objects.create(id=identity.id, hostname="test", pid=1, queues=list(queues), concurrency=1)
     done = []
@@ -98,7 +98,7 @@ def test_a_worker_in_doubt_at_shutdown_gives_back_what_it_owns_and_does_not_hold
     """A claim committed while its answer was lost: the job is RUNNING under this worker, which
     does not hold it. Shutting down, the worker gives it back (READY, its attempt refunded),
     not leaving it for the sweep that will find the worker's row gone."""
-    from django_dbjobs.worker.shutdown import shut_down
+    from django_dbjobs.worker.lifecycle.shutdown import shut_down
 
     built = assembled()
     job = enqueue(jobs.add, 2, 3)
@@ -172,15 +172,15 @@ def test_a_stuck_job_is_never_given_back_as_not_held(keyed, monkeypatch):
     would free its slot). An in-doubt worker gives back what it does not hold, stuck jobs
     aside: a keyed one is recorded as it exits; one whose recording failed stays the
     worker's, for the sweep once the process is gone."""
-    from django_dbjobs.worker import stuck, timeouts
-    from django_dbjobs.worker.shutdown import shut_down
+    from django_dbjobs.worker.lifecycle.shutdown import shut_down
+    from django_dbjobs.worker.running import interrupts, stuck
 
     built = assembled()
     job = enqueue(jobs.keyed_sleeps_in_c if keyed else jobs.add, *(["a", 60] if keyed else [2, 3]))
     built.admitter.admit_if_due()  # a keyed job waits for its slot
     assert built.claimer.claim_free_slots() == 1
     (taken,) = built.threads.take_unstarted()
-    armed = timeouts.Armed(taken, thread=0, seconds=1.0)
+    armed = interrupts.Armed(taken, thread=0, seconds=1.0)
     if not keyed:  # its recording fails: the job is still RUNNING under this worker
         monkeypatch.setattr(stuck, "record", lambda *args, **kwargs: 1 / 0)
     stuck.give_up(armed, built.identity.id, built.outage, built.held, 0, built.stuck)

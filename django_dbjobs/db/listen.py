@@ -3,12 +3,12 @@
 It is a connection of its own (``connections.create_connection()``: Django's settings,
 OPTIONS and connection_created receivers, but not the thread's claim connection, which
 an outage handler may close and open again), read without blocking: the waiting thread
-polls its socket beside its wake-up event (worker/wake_event.py) and calls read() when it
+polls its socket beside its wake-up event (worker/lifecycle/wake_event.py) and calls read() when it
 is readable. A connection lost (the server restarted, a pooler or pg_terminate_backend
 closed it) is opened again from the next wait, after a pause that doubles up to 30 s;
 notifications sent meanwhile are lost, so each (re)connection counts as one.
 
-The worker's claims run on it too, while it is open (worker/claiming.py), where its
+The worker's claims run on it too, while it is open (worker/claiming/claimer.py), where its
 server session is provably its own (own_session(): connected straight to PostgreSQL, in
 autocommit, prepared.session_kept(); behind a pooler a session setting could reach other
 clients, and there claims stay on the worker's own connection): its session

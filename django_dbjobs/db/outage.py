@@ -35,7 +35,7 @@ class Outage:
     failing call gives up (returns None) without pausing. `wake` cuts short the
     single pause of a call made with ``once=True``, so the claim loop can react to new
     work or a stop; `looks_at(wake, when)` is told when that pause ends (the worker's
-    timeouts.looks_at: a job deadline due sooner cuts it short), and 0.0 after it.
+    deadlines.looks_at: a job deadline due sooner cuts it short), and 0.0 after it.
     """
 
     def __init__(

@@ -45,7 +45,7 @@ CREATE TRIGGER dbjobs_schedule_changed
 
 # A queue paused or resumed (a row inserted, deleted or its paused_at set, TRUNCATE
 # included): an idle worker trusts the paused queues it read for as long as its LISTEN
-# session lasts and hears nothing of them (worker/paused_queues.py), so its wake-up claim
+# session lasts and hears nothing of them (worker/claiming/paused_queues.py), so its wake-up claim
 # need not read them again first. The function sends its trigger's argument as the
 # payload: a trigger of a later migration needs no function of its own.
 QUEUES = """

@@ -1,4 +1,4 @@
-"""Wake idle workers when jobs are committed (how an idle worker waits: worker/idle_wait.py).
+"""Wake idle workers when jobs are committed (how an idle worker waits: worker/lifecycle/idle_wait.py).
 
 In one process, enqueue() calls notify() on commit, which sets the event of every
 worker of this process. Across processes each database has its cheapest signal:

@@ -1,5 +1,5 @@
 """PostgreSQL: a NOTIFY when a queue is paused or resumed, so an idle worker's wake-up claim
-need not read the paused queues first (worker/paused_queues.py). Workers may start before
+need not read the paused queues first (worker/claiming/paused_queues.py). Workers may start before
 it is applied (workers_need_it): each LISTEN connection looks for the trigger, and trusts
 what it hears only where it fires; so 0005's index build never holds them back either."""
 

@@ -1,7 +1,7 @@
 """Jobs handed back because a worker did not know them: their record, the worker's hint, who waits.
 
 A row whose name no worker has registered goes back to READY for a worker that knows
-it (a rolling deploy) until DBJOBS_UNKNOWN_JOB_GRACE dead-letters it (worker/execution.py).
+it (a rolling deploy) until DBJOBS_UNKNOWN_JOB_GRACE dead-letters it (worker/running/execution.py).
 Until then it must not look like an ordinary waiting job: its ``last_error`` begins
 with HANDED_BACK_PREFIX, which is how dbjobs_status and the admin find it (a worker
 that knew it and gave it back, at shutdown or by the sweep, clears it).

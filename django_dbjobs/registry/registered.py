@@ -24,7 +24,7 @@ class JobOptions:
     priority: int | None = None
     max_attempts: int | None = None
     backoff: float | None = None
-    #: Seconds a run may take before it is interrupted (worker/timeouts.py); None: DBJOBS_DEFAULT_TIMEOUT.
+    #: Seconds a run may take before it is interrupted (worker/running/deadlines.py); None: the default.
     timeout: float | None = None
     #: A template (``"sync:{account_id}"``) or a function of the arguments: its jobs share a
     #: concurrency key, of which at most `concurrency_limit` run at once (flow/keys.py).
@@ -72,7 +72,7 @@ class RegisteredJob:
         """Call the function for a claimed job, in the worker's job thread; return its value.
 
         An ``async def`` job returns its coroutine: the worker runs it to completion on
-        an event loop of its own (worker/async_jobs.py), where a timeout can cancel it.
+        an event loop of its own (worker/running/async_jobs.py), where a timeout can cancel it.
         """
         return self.func(*job.args, **job.kwargs)
 

@@ -9,7 +9,7 @@ __all__ = ["Worker"]
 
 def __getattr__(name):
     if name == "Worker":
-        from .loop import Worker
+        from .lifecycle.loop import Worker
 
         return Worker
     raise AttributeError(f"module 'django_dbjobs.worker' has no attribute {name!r}")

@@ -12,9 +12,9 @@ from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.management.worker_checks import without_unused_checks
 from django_dbjobs.operations import known_queues
-from django_dbjobs.worker import replacement, supervisor
-from django_dbjobs.worker.loop import Worker
-from django_dbjobs.worker.progress import BurstProgress
+from django_dbjobs.worker.lifecycle import replacement, supervisor
+from django_dbjobs.worker.lifecycle.burst_progress import BurstProgress
+from django_dbjobs.worker.lifecycle.loop import Worker
 
 
 class Command(BaseCommand):
@@ -138,7 +138,9 @@ class Command(BaseCommand):
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
-        parser.allow_abbrev = False  # "--proc 2" must not pass for --processes (worker/supervisor.py)
+        parser.allow_abbrev = (
+            False  # "--proc 2" must not pass for --processes (supervisor.py)
+        )
         return parser
 
     def _supervise(self, options) -> None:

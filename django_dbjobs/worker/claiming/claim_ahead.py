@@ -19,13 +19,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..db.claims_ahead import claimed
-from ..models import Job
-from ..models.claim_shape import ready_claim
+from ...db.claims_ahead import claimed
+from ...models import Job
+from ...models.claim_shape import ready_claim
 
 if TYPE_CHECKING:
-    from ..db.sent_ahead import Ready, Sent
-    from .claiming import Claimer
+    from ...db.sent_ahead import Ready, Sent
+    from .claimer import Claimer
 
 logger = logging.getLogger("django_dbjobs")
 

@@ -1,7 +1,7 @@
 """A job timed out or cancelled that would not stop (blocked in C code): recorded, its process ended.
 
-A thread cannot be killed. When timeouts.enforce() finds a job still running
-timeouts.STUCK_AFTER seconds after it was interrupted, the worker's loop records the
+A thread cannot be killed. When deadlines.enforce() finds a job still running
+deadlines.STUCK_AFTER seconds after it was interrupted, the worker's loop records the
 attempt as failed with a JobTimeout (retried or dead-lettered by the usual rules, the
 retry not before the stuck call's process is gone; the job's own late outcome is dropped
 by the fence). The worker then stops (its other jobs finish within the grace or are given
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import logging
 
-from .. import registry
-from ..db.outage import Outage
-from ..enqueuing import enqueuer_context
-from ..exceptions import JobCancelled, JobTimeout
-from . import execution, timeouts
-from .held import HeldJobs
+from ... import registry
+from ...db.outage import Outage
+from ...enqueuing import enqueuer_context
+from ...exceptions import JobCancelled, JobTimeout
+from ..claiming.held import HeldJobs
+from . import deadlines, execution, interrupts
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -35,7 +35,7 @@ def record(armed, worker: str, outage: Outage, min_delay: float) -> bool:
     """
     job = armed.job
     registered = registry.lookup(job.name)
-    if timeouts.interrupted_for_cancel(armed):
+    if interrupts.interrupted_for_cancel(armed):
         failure = JobCancelled(
             "the job was cancelled and could not be interrupted (blocked outside Python); "
             "its worker process was ended"
@@ -52,7 +52,7 @@ def record(armed, worker: str, outage: Outage, min_delay: float) -> bool:
 
 def _log(armed, then: str) -> None:
     job = armed.job
-    if timeouts.interrupted_for_cancel(armed):
+    if interrupts.interrupted_for_cancel(armed):
         what = "was cancelled and cannot be interrupted id=%s name=%s: %s"
         details = (job.pk, job.name)
     else:
@@ -76,7 +76,7 @@ def give_up(armed, worker: str, outage: Outage, held: HeldJobs, grace: float, de
         deferred.append(armed)
     else:
         _log(armed, then)
-        _record_safely(armed, worker, outage, min_delay=grace + timeouts.STUCK_AFTER + 30)
+        _record_safely(armed, worker, outage, min_delay=grace + deadlines.STUCK_AFTER + 30)
     held.abandon(armed.job)  # if still owned (recording failed, or deferred): never given back
 
 

@@ -16,8 +16,8 @@ import time
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from ..models import WorkerProcess
-from . import async_jobs, stuck, timeouts
+from ...models import WorkerProcess
+from ..running import async_jobs, interrupts, stuck
 from .parts import Parts
 
 logger = logging.getLogger("django_dbjobs")
@@ -39,7 +39,7 @@ def shut_down(parts: Parts, grace: float) -> None:
     for job in held.all():
         if job.concurrency_key is not None:
             # Given back, its slot goes to the next job of its key: this run must not go on.
-            timeouts.stop_lost(job)
+            interrupts.stop_lost(job)
     claimer.release(held.all())
     if claimer.in_doubt:
         # A claim that may have committed unread, a release that failed: what this worker

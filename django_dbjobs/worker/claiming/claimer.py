@@ -8,17 +8,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..db.outage import Outage
-from ..exceptions import MissingMigrations
-from ..models import Isolation, Job
-from ..models.claim_shape import claim
-from . import cancels
-from .acks import SuccessBatch
+from ...db.outage import Outage
+from ...exceptions import MissingMigrations
+from ...models import Isolation, Job
+from ...models.claim_shape import claim
+from ..identity import Identity
+from ..leases.lease import Lease
+from ..running import cancel_watch
+from ..running.job_threads import JobThreads
+from ..running.success_batch import SuccessBatch
 from .claim_ahead import ClaimAhead
 from .held import HeldJobs
-from .identity import Identity
-from .job_threads import JobThreads
-from .lease import Lease
 from .paused_queues import PausedQueues
 from .prefetch import Prefetch
 from .rated_queues import RatedQueues
@@ -259,7 +259,7 @@ class Claimer:
             logger.warning(
                 "Jobs this worker did not hold released count=%s id=%s", released + len(cancelled), worker.id
             )
-        cancels.report_cancelled(worker.using, cancelled)  # asked to stop: recorded cancelled instead
+        cancel_watch.report_cancelled(worker.using, cancelled)  # asked to stop: recorded cancelled instead
         return released + len(cancelled)
 
     def release(self, jobs: list[Job], quiet: bool = False) -> None:
@@ -280,7 +280,7 @@ class Claimer:
             self.in_doubt = True  # still ours in the database: give them back later
         self.held.remove(jobs)
         for job in cancelled:  # asked to stop: recorded cancelled, not given back
-            cancels.given_back_cancelled(job)
+            cancel_watch.given_back_cancelled(job)
         (logger.debug if quiet else logger.warning)(
             "Jobs released unfinished count=%s released=%s ids=%s",
             len(jobs),

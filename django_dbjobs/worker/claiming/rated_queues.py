@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import time
 
-from ..flow.rates import Rate, RateLimitedClaims, queue_rates, sync_blocked
-from ..models import Isolation, Job
-from .identity import Identity
+from ...flow.rates import Rate, RateLimitedClaims, queue_rates, sync_blocked
+from ...models import Isolation, Job
+from ..identity import Identity
 
 logger = logging.getLogger("django_dbjobs")
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from django.db import DatabaseError, InterfaceError, connections
 from django.db.models.functions import Now
 
-from ..models import WorkerProcess
-from .identity import Identity
+from ...models import WorkerProcess
+from ..identity import Identity
 
 logger = logging.getLogger("django_dbjobs")
 

@@ -10,19 +10,19 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from .. import db, registry
-from ..conf import settings
-from ..context import running
-from ..db.outage import Outage
-from ..enqueuing import enqueuer_context, validation
-from ..exceptions import JobCancelled, MissingMigrations, UnknownJob
-from ..models import Isolation, Job, JobStatus
-from ..models.settling import CANCELLED
-from ..operations import unknown_jobs
-from ..registry.registered import RegisteredJob
-from ..signals import job_failed, job_finished, job_started, send
-from . import async_jobs, timeouts
-from .outcomes import error_record, unstorable_error, without_worker_frames
+from ... import db, registry
+from ...conf import settings
+from ...context import running
+from ...db.outage import Outage
+from ...enqueuing import enqueuer_context, validation
+from ...exceptions import JobCancelled, MissingMigrations, UnknownJob
+from ...models import Isolation, Job, JobStatus
+from ...models.settling import CANCELLED
+from ...operations import unknown_jobs
+from ...registry.registered import RegisteredJob
+from ...signals import job_failed, job_finished, job_started, send
+from . import async_jobs, deadlines, interrupts
+from .error_records import error_record, unstorable_error, without_worker_frames
 from .retry import RetryPolicy
 
 logger = logging.getLogger("django_dbjobs")
@@ -84,14 +84,14 @@ def _run(
     failure: BaseException | None = restored
     timeout = registered.options.timeout or settings.DEFAULT_TIMEOUT
     # Armed with or without a deadline: a cancel request interrupts it like a timeout.
-    armed = timeouts.Armed.for_job(job, timeout, registered.is_async, registered.options.interruptible)
+    armed = interrupts.Armed.for_job(job, timeout, registered.is_async, registered.options.interruptible)
     returned = False
     if failure is None:
         with running(job):
             try:
                 send(job_started, job=job)
                 logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
-                timeouts.arm(armed)
+                deadlines.arm(armed)
                 try:
                     # Two plain calls, not a nullcontext(): its Python __exit__ would be one more
                     # place for a timeout interruption to land after the job returned.
@@ -102,15 +102,15 @@ def _run(
                         result = async_jobs.call(registered, job)
                     returned = True
                 finally:
-                    timeouts.disarm(armed)
+                    interrupts.disarm(armed)
             except BaseException as exc:  # noqa: B036 - SystemExit from a job is its failure
                 failure = exc
         if armed.interrupted_at is not None:
             # Again: the one interruption may have landed on the way into the first disarm(),
             # and has been delivered now, so this call cannot be interrupted. (Never sent,
             # it cannot land: the first disarm() took the run out of reach.)
-            timeouts.disarm(armed)
-            failure = timeouts.outcome(armed, failure, returned)
+            interrupts.disarm(armed)
+            failure = interrupts.outcome(armed, failure, returned)
     if failure is None:
         try:
             result = validation.return_value(result, db.rejects_nul(job._state.db))

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from django.db import DatabaseError, InterfaceError
 from django.db.models.functions import Now
 
-from .. import registry
-from ..conf import settings
-from ..db.outage import close_broken_connections
-from ..enqueuing import enqueuer_context
-from ..exceptions import JobCancelled, WorkerLost
-from ..models import Isolation, Job, JobStatus, WorkerProcess
-from ..models.settling import CANCELLED
-from ..registry.registered import RegisteredJob
-from ..signals import job_failed, send
+from ... import registry
+from ...conf import settings
+from ...db.outage import close_broken_connections
+from ...enqueuing import enqueuer_context
+from ...exceptions import JobCancelled, WorkerLost
+from ...models import Isolation, Job, JobStatus, WorkerProcess
+from ...models.settling import CANCELLED
+from ...registry.registered import RegisteredJob
+from ...signals import job_failed, send
 
 logger = logging.getLogger("django_dbjobs")
 

@@ -8,10 +8,10 @@ import time
 
 from django.db import transaction
 
-from .. import db
-from ..exceptions import MissingMigrations
-from ..models import Blocked, Job, JobStatus
-from .admission import ADMISSIONS_PER_LOOK, HOLDING, KEYS_PER_LOOK, admit_key, waiting_keys
+from ... import db
+from ...exceptions import MissingMigrations
+from ...flow.admission import ADMISSIONS_PER_LOOK, HOLDING, KEYS_PER_LOOK, admit_key, waiting_keys
+from ...models import Blocked, Job, JobStatus
 
 logger = logging.getLogger("django_dbjobs")
 

@@ -10,20 +10,20 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..db.outage import Outage
-from ..flow.admission import Scope
-from ..flow.admitter import Admitter
-from ..models import Job
-from . import timeouts
-from .acks import SuccessBatch
-from .cancels import CancelWatch
-from .claiming import Claimer
-from .held import HeldJobs
-from .identity import DatabaseErrors, Identity
-from .job_threads import JobThreads
-from .lease import Lease
-from .prefetch import Prefetch
-from .reconcile import Reconciler
+from ...db.outage import Outage
+from ...flow.admission import Scope
+from ...models import Job
+from ..claiming.admitter import Admitter
+from ..claiming.claimer import Claimer
+from ..claiming.held import HeldJobs
+from ..claiming.prefetch import Prefetch
+from ..identity import DatabaseErrors, Identity
+from ..leases.lease import Lease
+from ..leases.reconcile import Reconciler
+from ..running import deadlines
+from ..running.cancel_watch import CancelWatch
+from ..running.job_threads import JobThreads
+from ..running.success_batch import SuccessBatch
 from .wake_event import WakeEvent
 
 
@@ -63,7 +63,7 @@ def assemble(
     """Build a worker's parts; `on_database_error` hears of the loop's and heartbeat's outages."""
     wake, forced, errors, held = WakeEvent(), threading.Event(), DatabaseErrors(), HeldJobs()
     outage = Outage(
-        identity.using, on_error=on_database_error, forced=forced, wake=wake, looks_at=timeouts.looks_at
+        identity.using, on_error=on_database_error, forced=forced, wake=wake, looks_at=deadlines.looks_at
     )
     lease = Lease(identity, wake)
     acks = SuccessBatch(identity.id, identity.using, wake, outage, on_not_stored=on_not_stored)

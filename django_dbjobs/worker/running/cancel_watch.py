@@ -3,7 +3,7 @@
 One indexed query a second while the worker holds jobs (its RUNNING jobs with a
 cancel request, on the running-jobs index), never a query per job. A job not started
 yet is flagged and recorded cancelled instead of running (execution.run()); a running
-one is interrupted like a timeout (timeouts.cancel()), or only flagged when it is not
+one is interrupted like a timeout (interrupts.cancel()), or only flagged when it is not
 interruptible (``current_job().cancel_requested``). After a sweep took this worker's jobs
 away (it was frozen or cut off), its running jobs with a concurrency key are interrupted
 too: their slots went back to their keys. A job asked to stop that the worker gives back
@@ -17,17 +17,17 @@ import time
 
 from django.db import DatabaseError, InterfaceError
 
-from .. import registry
-from ..db.outage import Outage
-from ..enqueuing import enqueuer_context
-from ..exceptions import JobCancelled, MissingMigrations
-from ..models import Job, JobStatus
-from ..registry.registered import RegisteredJob
-from ..signals import job_failed, send
-from . import execution, timeouts
-from .held import HeldJobs
-from .identity import Identity
-from .lease import Lease
+from ... import registry
+from ...db.outage import Outage
+from ...enqueuing import enqueuer_context
+from ...exceptions import JobCancelled, MissingMigrations
+from ...models import Job, JobStatus
+from ...registry.registered import RegisteredJob
+from ...signals import job_failed, send
+from ..claiming.held import HeldJobs
+from ..identity import Identity
+from ..leases.lease import Lease
+from . import execution, interrupts
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -73,7 +73,7 @@ class CancelWatch:
             if not job.cancel_requested:
                 job.request_cancel()
                 logger.info("Job cancel requested id=%s name=%s", job.pk, job.name)
-            if timeouts.cancel(job.pk):
+            if interrupts.cancel(job.pk):
                 self._interrupted.add(job.pk)
                 logger.info("Job interrupted: cancelled id=%s name=%s", job.pk, job.name)
 
@@ -86,7 +86,7 @@ class CancelWatch:
         dropped by the fence anyway.
         """
         worker = self.identity
-        keyed = [job for job in timeouts.running() if job.concurrency_key is not None]
+        keyed = [job for job in interrupts.running() if job.concurrency_key is not None]
         mine = Job.objects.using(worker.using).owned_by(worker.id).filter(pk__in=[job.pk for job in keyed])
         try:
             owned = set(mine.values_list("pk", "pickups")) if keyed else set()
@@ -94,7 +94,7 @@ class CancelWatch:
             return  # tried again on the next check
         self._epoch = self.lease.epoch
         for job in keyed:  # by pickup: this worker may have claimed the job again since
-            if (job.pk, job.pickups) not in owned and timeouts.stop_lost(job):
+            if (job.pk, job.pickups) not in owned and interrupts.stop_lost(job):
                 logger.warning(
                     "Job interrupted: this worker lost it, and its concurrency slot id=%s name=%s",
                     job.pk,

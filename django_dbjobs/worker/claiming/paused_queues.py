@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from ..models import Queue
+from ...models import Queue
 
 logger = logging.getLogger("django_dbjobs")
 

@@ -6,18 +6,19 @@ import logging
 import signal
 import time
 
-from .. import db
-from ..conf import settings
-from ..enqueuing import wakeup
-from ..models import Job
-from ..operations.retention import Pruner
-from ..schedules.scheduler import Scheduler
-from . import idle_wait, shutdown, startup, stuck, supervisor, timeouts
-from .identity import Identity, new_worker_id
+from ... import db
+from ...conf import settings
+from ...enqueuing import wakeup
+from ...models import Job
+from ...operations.retention import Pruner
+from ...schedules.scheduler import Scheduler
+from ..claiming.prefetch import Prefetch
+from ..identity import Identity, new_worker_id
+from ..leases.sweep import Sweeper, orphans_may_exist
+from ..running import deadlines, stuck
+from . import idle_wait, shutdown, startup, supervisor
 from .parts import assemble
-from .prefetch import Prefetch
 from .stop_signals import StopSignals
-from .sweep import Sweeper, orphans_may_exist
 from .wait_time import wait_time
 
 logger = logging.getLogger("django_dbjobs")
@@ -100,7 +101,7 @@ class Worker:
             signals.uninstall()
             raise
         wakeup.subscribe(self._wake)
-        timeouts.subscribe(self._wake)
+        deadlines.subscribe(self._wake)
         paused = self.claimer.paused
         self._waiter = idle_wait.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
         self.claimer.claims_on = self._waiter.claims_on  # PostgreSQL: see db/listen.py
@@ -124,7 +125,7 @@ class Worker:
                 self._shutdown()
             finally:
                 wakeup.unsubscribe(self._wake)
-                timeouts.unsubscribe(self._wake)
+                deadlines.unsubscribe(self._wake)
                 signals.uninstall()
                 self._wake.close()
 
@@ -172,7 +173,7 @@ class Worker:
             if self._scheduler is not None:
                 self._scheduler.fire_if_due()
             self._pruner.prune_if_due()
-            timeouts.enforce(self._job_stuck)
+            deadlines.enforce(self._job_stuck)
             self.parts.cancels.check_if_due()
             if supervisor.gone(self._parent) and not self._stopping:
                 logger.warning("Worker's supervisor is gone id=%s: stopping", self.id)
@@ -228,7 +229,7 @@ class Worker:
                 # not DBJOBS_ACK_DELAY later, when it would fall on the next wake-up of a
                 # steady trickle. A batch gathers while other jobs run or wait.
                 self._acks.flush(force=True)
-            timeouts.looks_at(self._wake, float("inf"))  # a deadline armed from now on wakes it
+            deadlines.looks_at(self._wake, float("inf"))  # a deadline armed from now on wakes it
             woken = self._wait(
                 wait_time(self.poll_interval, self.parts, self._scheduler),
                 probe=self.claimer.free_slots() > 0,
@@ -237,7 +238,7 @@ class Worker:
                 self._claim_woken()
 
     def _admit(self) -> int:
-        """Admit keyed jobs to their keys' slots (flow/admitter.py); how many."""
+        """Admit keyed jobs to their keys' slots (worker/claiming/admitter.py); how many."""
         admitted = self.admitter.admit_if_due()
         if admitted:  # in a rate-limited queue, they wait for its rate: look there again at once
             self.claimer.rated.claims.woken()
@@ -265,15 +266,15 @@ class Worker:
         self._drained = self.claimer.came_short and (bool(claimed) or self._waiter.probed)
 
     def _wait(self, seconds: float, probe: bool) -> bool:
-        """Wait for a wake-up, `seconds` at most; a job deadline due sooner ends it (timeouts.py)."""
-        timeouts.looks_at(self._wake, time.monotonic() + seconds)
+        """Wait for a wake-up, `seconds` at most; a job deadline due sooner ends it (deadlines.py)."""
+        deadlines.looks_at(self._wake, time.monotonic() + seconds)
         if probe:
             self.claimer.ahead.arm()  # PostgreSQL: a notification sends it at once (claim_ahead.py)
         try:
             woken = self._waiter.wait(seconds, probe=probe)
         finally:
             self.claimer.ahead.disarm()
-        timeouts.looks_at(self._wake, 0.0)  # its turn ends by looking at the deadlines
+        deadlines.looks_at(self._wake, 0.0)  # its turn ends by looking at the deadlines
         return woken
 
     def job_done(self, job: Job, seconds: float | None = None) -> None:
@@ -284,7 +285,7 @@ class Worker:
         claim_free_slots() claims nothing while enough wait) or is stopping; a thread taking
         the last waiting jobs wakes it too (job_threads.py), so it claims while they run,
         and so do the start of a success batch and a deadline it must not sleep past
-        (acks.py, timeouts.py). Woken after every job, it ran its whole turn once a job,
+        (success_batch.py, deadlines.py). Woken after every job, it ran its whole turn once a job,
         and with many worker processes sharing few cores, each turn on cold caches cost
         them as much as the jobs.
         """

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, InterfaceError
 
-from ..conf import settings
-from ..db.outage import Outage
-from ..models import Job
-from .identity import Identity
+from ...conf import settings
+from ...db.outage import Outage
+from ...models import Job
+from ..identity import Identity
 
 if TYPE_CHECKING:
+    from ..running.job_threads import JobThreads
     from .heartbeat import Heartbeat
-    from .job_threads import JobThreads
 
 logger = logging.getLogger("django_dbjobs")
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .. import db, registry
-from ..conf import settings
-from ..db.outage import Outage
-from ..flow import rates
-from ..operations import known_queues
-from ..schedules.scheduler import Scheduler
-from . import heartbeat, supervisor
-from .heartbeat import Heartbeat
-from .identity import Identity
+from ... import db, registry
+from ...conf import settings
+from ...db.outage import Outage
+from ...flow import rates
+from ...operations import known_queues
+from ...schedules.scheduler import Scheduler
+from ..identity import Identity
+from ..leases import heartbeat
+from ..leases.heartbeat import Heartbeat
+from . import supervisor
 from .idle_wait import IdleWaiter
 from .parts import Parts
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from django.db import DatabaseError, InterfaceError
 
-from .. import db
-from ..db.listen import Listen
-from ..enqueuing import wakeup
+from ... import db
+from ...db.listen import Listen
+from ...enqueuing import wakeup
 from .wake_event import WakeEvent
 
 logger = logging.getLogger("django_dbjobs")
@@ -174,7 +174,7 @@ class IdleWaiter:
                 changed = self._data_version is not None and version != self._data_version
                 self._data_version = version
                 return changed
-            from ..models import Job
+            from ...models import Job
 
             paused = self.paused()
             if paused and not self.queues:

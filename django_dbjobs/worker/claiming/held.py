@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..models import Isolation, Job
+from ...models import Isolation, Job
 
 
 class HeldJobs:
@@ -13,7 +13,7 @@ class HeldJobs:
 
     A job is held from its claim until its thread is done with it (outcome stored, or
     handed to the success batch). At most one held job is one that must run alone
-    (`alone`; see models.Isolation). A job given up as stuck (worker/stuck.py) is no
+    (`alone`; see models.Isolation). A job given up as stuck (worker/running/stuck.py) is no
     longer held, yet its call runs on: its id stays in `abandoned`, so that jobs given
     back as not held (Claimer.release_unheld(), reconcile.py) never include it. Safe to
     use from any thread.

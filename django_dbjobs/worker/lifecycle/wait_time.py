@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import timeouts
+from ..running import deadlines
 
 if TYPE_CHECKING:
-    from ..schedules.scheduler import Scheduler
+    from ...schedules.scheduler import Scheduler
     from .parts import Parts
 
 
@@ -17,7 +17,7 @@ def wait_time(poll_interval: float, parts: Parts, scheduler: Scheduler | None) -
     while jobs run (once a second, whatever the poll interval), a cron schedule due."""
     due = parts.acks.due_in()
     wait = poll_interval if due is None else min(poll_interval, due)
-    deadline = timeouts.due_in()
+    deadline = deadlines.due_in()
     if deadline is not None:
         wait = min(wait, deadline + 0.01)
     if parts.held:

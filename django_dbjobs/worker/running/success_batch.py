@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..conf import settings
-from ..db.outage import Outage
-from ..enqueuing import enqueuer_context
-from ..models import Job, JobStatus
+from ...conf import settings
+from ...db.outage import Outage
+from ...enqueuing import enqueuer_context
+from ...models import Job, JobStatus
 from . import execution
 
 logger = logging.getLogger("django_dbjobs")

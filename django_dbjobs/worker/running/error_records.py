@@ -7,7 +7,7 @@ import traceback
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..models import Job
+    from ...models import Job
 
 MAX_SUMMARY_CHARS = 1000
 MAX_TRACEBACK_CHARS = 64_000

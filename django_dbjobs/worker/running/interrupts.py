@@ -1,16 +1,13 @@
-"""Interrupting running jobs: timeouts (``@job(timeout=seconds)``, DBJOBS_DEFAULT_TIMEOUT) and cancels.
+"""Interrupting a run on a job thread, for a timeout, a cancel or a lost job alike.
 
-A job thread arms a deadline (none without a timeout) around the job's function (arm() and disarm(), in
-execution._run); the worker's loop
-(enforce(), on every pass) interrupts a job past it. A thread is interrupted by raising
-JobTimeout in it (``PyThreadState_SetAsyncExc``): that lands between two Python
-bytecodes, so Python code is interrupted at once, and a call blocked in C code (a socket
-read without a timeout, ``time.sleep()``) only when it returns to Python. An async job is
-interrupted by cancelling its task. A job still running STUCK_AFTER seconds after it was
-interrupted is stuck outside Python: no thread can be killed, so the worker records the
-timeout and ends its process (stuck.py; its supervisor starts another; the process's
-other jobs finish within the grace or are given back). A cancel request (cancel()) interrupts
-a job the same way, with JobCancelled, whatever its deadline.
+Every run of a job on this process's job threads is tracked here (an Armed). A thread is
+interrupted by raising JobTimeout, JobCancelled or JobInterrupted in it
+(``PyThreadState_SetAsyncExc``): that lands between two Python bytecodes, so Python code
+is interrupted at once, and a call blocked in C code (a socket read without a timeout,
+``time.sleep()``) only when it returns to Python. An async job is interrupted by
+cancelling its task. When a run is interrupted is for deadlines.py (timeouts), the cancel
+watch (cancel_watch.py: cancel()) and the lease (stop_lost()) to say; a run that will not
+stop is stuck.py's.
 
 JobTimeout and JobCancelled derive from BaseException, like KeyboardInterrupt: ``except Exception`` in a
 job does not swallow it. Like any asynchronous exception it can land anywhere in the job's
@@ -24,16 +21,11 @@ import asyncio
 import ctypes
 import threading
 import time
-from collections.abc import Callable
 
 from django.db import connections
 
-from ..exceptions import JobCancelled, JobInterrupted, JobTimeout
+from ...exceptions import JobCancelled, JobInterrupted, JobTimeout
 from . import async_jobs
-
-#: Seconds after the interruption before a job that is still running counts as stuck.
-STUCK_AFTER = 5.0
-
 
 #: Why a job was interrupted.
 TIMEOUT, CANCEL, LOST = "timeout", "cancel", "lost"
@@ -82,49 +74,24 @@ class Armed:
 
     @classmethod
     def for_job(cls, job, seconds: float | None, is_async: bool = False, interruptible: bool = True) -> Armed:
-        """A deadline (or none) for the job about to run on this thread; arm() starts it."""
+        """A deadline (or none) for the job about to run on this thread; deadlines.arm() starts it."""
         return cls(job, threading.get_ident(), seconds, 0.0, is_async, interruptible)
 
 
-_NEVER = float("inf")
 _armed: dict[int, Armed] = {}  # by thread ident
-_lock = threading.Lock()
-#: The event of each worker loop of this process, and when that loop next looks at the
-#: deadlines (monotonic; 0 while it runs its turn, which ends by looking at them): a
-#: deadline starting before that sets the event, so no loop sleeps past a deadline.
-_loops: dict[threading.Event, float] = {}
+#: Guards the runs tracked here (and deadlines.py's loops).
+lock = threading.Lock()
 
 
-def subscribe(event: threading.Event) -> None:
-    with _lock:
-        _loops[event] = 0.0
-
-
-def unsubscribe(event: threading.Event) -> None:
-    with _lock:
-        _loops.pop(event, None)
-
-
-def looks_at(event: threading.Event, when: float) -> None:
-    """A worker loop says when it next looks at the deadlines (before it waits)."""
-    with _lock:
-        if event in _loops:
-            _loops[event] = when
-
-
-def arm(armed: Armed) -> None:
-    """Start the deadline; disarm() it after the run (both in execution._run)."""
-    if armed.seconds is None:  # no deadline: only a cancel interrupts it
-        armed.deadline = _NEVER
-        with _lock:
-            _armed[armed.thread] = armed
-        return
-    armed.deadline = time.monotonic() + armed.seconds
-    with _lock:
+def track(armed: Armed) -> None:
+    """Track a run about to start on this thread (deadlines.arm()); disarm() ends it."""
+    with lock:
         _armed[armed.thread] = armed
-        late = [event for event, when in _loops.items() if when > armed.deadline]
-    for event in late:
-        event.set()
+
+
+def tracked() -> list[Armed]:
+    """The runs tracked now (call under `lock` to act on them)."""
+    return list(_armed.values())
 
 
 def disarm(armed: Armed) -> None:
@@ -135,7 +102,7 @@ def disarm(armed: Armed) -> None:
     """
     while True:
         try:
-            with _lock:
+            with lock:
                 if _armed.get(armed.thread) is armed:
                     del _armed[armed.thread]
             if armed.interrupted_at is not None and not armed.is_async:
@@ -183,42 +150,8 @@ def _reset_connections() -> None:
         connection.close()
 
 
-def due_in() -> float | None:
-    """Seconds until the next deadline or stuck check, or None when no job has a deadline."""
-    with _lock:
-        if not _armed:
-            return None
-        now = time.monotonic()
-        times = [
-            a.deadline if a.interrupted_at is None else a.interrupted_at + STUCK_AFTER
-            for a in _armed.values()
-            # Reported already, or no deadline: nothing to do for it.
-            if not a.stuck and (a.seconds is not None or a.interrupted_at is not None)
-        ]
-    return max(min(times) - now, 0.0) if times else None
-
-
-def enforce(on_stuck: Callable[[Armed], None]) -> None:
-    """Interrupt the jobs past their deadline; call `on_stuck` once for each that will not stop."""
-    now = time.monotonic()
-    stuck = []
-    with _lock:
-        for armed in _armed.values():
-            if armed.interrupted_at is None and now >= armed.deadline:
-                _interrupt(armed, TIMEOUT, now)
-            elif (
-                armed.interrupted_at is not None
-                and not armed.stuck
-                and now >= armed.interrupted_at + STUCK_AFTER
-            ):
-                armed.stuck = True
-                stuck.append(armed)
-    for armed in stuck:
-        on_stuck(armed)
-
-
-def _interrupt(armed: Armed, reason: str, now: float) -> None:
-    """Raise the interruption in the job's thread, or cancel its task (under _lock)."""
+def interrupt(armed: Armed, reason: str, now: float) -> None:
+    """Raise the interruption in the job's thread, or cancel its task (under `lock`)."""
     armed.interrupted_at, armed.reason = now, reason
     if armed.is_async:
         if not async_jobs.cancel(armed.job.pk):
@@ -235,17 +168,17 @@ def cancel(job_pk: str) -> bool:
     its task has not started (the caller tries again). A job interrupted already (its
     timeout) is left to that interruption.
     """
-    with _lock:
+    with lock:
         for armed in _armed.values():
             if armed.job.pk == job_pk and armed.interruptible and armed.interrupted_at is None:
-                _interrupt(armed, CANCEL, time.monotonic())
+                interrupt(armed, CANCEL, time.monotonic())
                 return armed.interrupted_at is not None
     return False
 
 
 def running() -> list:
     """The jobs running on this process's job threads (their pickups, as claimed)."""
-    with _lock:
+    with lock:
         return [armed.job for armed in _armed.values()]
 
 
@@ -255,10 +188,10 @@ def stop_lost(job) -> bool:
     Matched by identity, not id: a worker that claimed the job again after losing it runs
     another pickup of it, which must go on.
     """
-    with _lock:
+    with lock:
         for armed in _armed.values():
             if armed.job is job and armed.interrupted_at is None:
-                _interrupt(armed, LOST, time.monotonic())
+                interrupt(armed, LOST, time.monotonic())
                 return armed.interrupted_at is not None
     return False
 

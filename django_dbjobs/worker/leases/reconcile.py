@@ -9,13 +9,13 @@ from collections.abc import Callable
 
 from django.db.models.functions import Now
 
-from ..conf import settings
-from ..db.outage import Outage
-from ..exceptions import MissingMigrations
-from ..models import Job
-from . import cancels
-from .held import HeldJobs
-from .identity import Identity
+from ...conf import settings
+from ...db.outage import Outage
+from ...exceptions import MissingMigrations
+from ...models import Job
+from ..claiming.held import HeldJobs
+from ..identity import Identity
+from ..running import cancel_watch
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -82,5 +82,5 @@ class Reconciler:
         if released or cancelled:
             count = released + len(cancelled)
             logger.warning("Jobs this worker did not hold released count=%s id=%s", count, worker.id)
-        cancels.report_cancelled(worker.using, [job.pk for job in cancelled])  # asked to stop
+        cancel_watch.report_cancelled(worker.using, [job.pk for job in cancelled])  # asked to stop
         return released + len(cancelled)

@@ -16,8 +16,8 @@ import time
 
 from django.db import connections
 
-from ..models import Job, JobStatus
-from ..signals import job_finished
+from ...models import Job, JobStatus
+from ...signals import job_finished
 from .stop_signals import TAKEN_SIGNALS
 
 LOGGER = logging.getLogger("django_dbjobs")

@@ -11,11 +11,11 @@ from typing import Any
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from ..db.outage import Outage
-from ..models import Isolation, Job
+from ...db.outage import Outage
+from ...models import Isolation, Job
+from ..identity import DatabaseErrors, Identity
+from ..leases.lease import Lease
 from . import execution
-from .identity import DatabaseErrors, Identity
-from .lease import Lease
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -110,7 +110,7 @@ class JobThreads:
     """Run jobs submitted by the worker's loop on `count` threads, in submission order.
 
     What they need of the rest of the worker comes in as arguments: the `lease` they
-    ask before starting a prefetched job, `on_success` (the success batch: acks.py),
+    ask before starting a prefetched job, `on_success` (the success batch: success_batch.py),
     `on_done(job, seconds)` once a thread is done with a job (None: it did not run),
     `on_not_stored()` when an outcome could not be stored, the `errors` count they
     watch, the loop's `wake` event (set when fewer jobs wait than there are threads,

@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..conf import settings
+from ...conf import settings
 
 
 @dataclass(frozen=True)

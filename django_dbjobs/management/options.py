@@ -3,6 +3,11 @@
 import argparse
 import re
 
+from django.core.management.base import CommandError
+
+from django_dbjobs.enqueuing import validation
+from django_dbjobs.exceptions import DbJobsError
+
 #: Units of a duration: 90s, 30m, 12h, 7d, 2w.
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -45,6 +50,17 @@ def queue_names(given) -> list[str]:
         given = [given]
     names = (name.strip() for value in given or [] for name in value.split(","))
     return list(dict.fromkeys(name for name in names if name))
+
+
+def checked_queue_names(given) -> list[str]:
+    """queue_names(given), each a well-formed queue name (declared or not); else a CommandError."""
+    queues = queue_names(given)
+    try:
+        for name in queues:
+            validation.queue_name(name)
+    except DbJobsError as exc:
+        raise CommandError(str(exc)) from exc
+    return queues
 
 
 def add_database_option(parser) -> None:

@@ -1,16 +1,16 @@
+"""The dbjobs_status command: each queue's jobs, lag and workers, with exit codes for monitoring."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, InterfaceError, router
 
-from django_dbjobs.enqueuing import validation
-from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.migrate_hint import saying_to_migrate
 from django_dbjobs.management.options import (
     add_database_option,
     add_queues_option,
+    checked_queue_names,
     positive_int,
-    queue_names,
     seconds,
 )
 from django_dbjobs.models import Job
@@ -50,12 +50,7 @@ class Command(BaseCommand):
         add_database_option(parser)
 
     def handle(self, *args, **options):
-        queues = queue_names(options["queues"])
-        try:
-            for name in queues:
-                validation.queue_name(name)
-        except DbJobsError as exc:
-            raise CommandError(str(exc)) from exc
+        queues = checked_queue_names(options["queues"])
         using = options["database"] or router.db_for_write(Job)
         try:
             with saying_to_migrate(using):

@@ -1,12 +1,17 @@
+"""The prune_jobs command: delete old finished jobs in batches."""
+
 import time
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import router
 
-from django_dbjobs.enqueuing import validation
-from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management.migrate_hint import saying_to_migrate
-from django_dbjobs.management.options import add_database_option, add_queues_option, duration, queue_names
+from django_dbjobs.management.options import (
+    add_database_option,
+    add_queues_option,
+    checked_queue_names,
+    duration,
+)
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.operations import batch_retention, retention
 
@@ -44,12 +49,7 @@ class Command(BaseCommand):
         add_database_option(parser)
 
     def handle(self, *args, **options):
-        queues = queue_names(options["queues"])
-        try:
-            for name in queues:
-                validation.queue_name(name)
-        except DbJobsError as exc:
-            raise CommandError(str(exc)) from exc
+        queues = checked_queue_names(options["queues"])
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1.")
         statuses = [JobStatus.SUCCESSFUL, JobStatus.FAILED]

@@ -17,10 +17,23 @@ def selected_count(request) -> int:
 SHOWN = 20
 
 
-def confirm_action(modeladmin, request, queryset, *, title: str, question: str, button: str, count: str):
+def confirm_action(
+    modeladmin,
+    request,
+    queryset,
+    *,
+    title: str,
+    question: str,
+    button: str,
+    count: str,
+    cancel_url: str | None = None,
+    destructive: bool = True,
+):
     """The page Django's own delete action shows: what would change, and a POST form to confirm.
 
-    The form posts the action and the selection again, with ``post=yes``.
+    The form posts to the same address, with ``post=yes`` and, from an action, the action and
+    the selection again. `cancel_url` defaults to the list, with its filters, as the action came
+    from it.
     """
     return confirm_page(
         modeladmin,
@@ -31,7 +44,8 @@ def confirm_action(modeladmin, request, queryset, *, title: str, question: str, 
         count=count,
         shown=list(queryset[: SHOWN + 1]),
         form_url="",
-        cancel_url=request.get_full_path(),  # the list, with its filters, as the action came from it
+        cancel_url=request.get_full_path() if cancel_url is None else cancel_url,
+        destructive=destructive,
         action=request.POST.get("action"),
         select_across=request.POST.get("select_across") == "1",
         selected=request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from ..models import FailedJob, FailedJobQuerySet, JobStatus, RetryReport
 from . import dates
 from .audit import log_change
-from .confirm import SHOWN, confirm_action, confirm_page, selected_count
+from .confirm import confirm_action, selected_count
 from .job_columns import tries
 from .jobs import JobAdminBase
 from .links import admin_url
@@ -218,15 +218,14 @@ class FailedJobAdmin(JobAdminBase):
             else ngettext("%(n)d dead letter matches.", "%(n)d dead letters match.", counted.count)
             % {"n": counted.count}
         )
-        return confirm_page(
+        return confirm_action(
             self,
             request,
+            queryset,
             title=title,
             question=question,
             button=button,
             count=count,
-            shown=list(queryset[: SHOWN + 1]),
-            form_url="",
             cancel_url=back,
             destructive=destructive,
         )

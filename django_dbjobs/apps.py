@@ -1,3 +1,5 @@
+"""The app's configuration: when Django is ready, it registers the system checks and wires the schedules."""
+
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 

@@ -1,0 +1,1 @@
+"""Django management commands, and the option types and helpers they share."""

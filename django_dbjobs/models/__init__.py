@@ -1,3 +1,5 @@
+"""The tables (jobs, dead letters, queues, workers, schedules, workflows, flow limits) and their querysets."""
+
 from .admin_pages import Overview
 from .failed_job import FailedJob, FailedJobQuerySet, RetryReport
 from .flow import ConcurrencyKey, RateSlot

@@ -1,0 +1,1 @@
+"""The management commands, one module each (Django finds them here by their file names)."""

@@ -1,3 +1,5 @@
+"""The dbjobs_import_tasks_db command: move django-tasks-db's waiting tasks into jobs."""
+
 from django.core.management.base import BaseCommand, CommandError
 from django.db import router
 

@@ -1,3 +1,5 @@
+"""The dbjobs_schedules command: list cron schedules, or run one now."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError

@@ -1,3 +1,5 @@
+"""The run_jobs command: parse the worker's options and run a worker, or a supervisor of several."""
+
 import logging
 import os
 import signal

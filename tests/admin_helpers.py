@@ -72,6 +72,26 @@ def failed_job(name: str = "tests.jobs.always_fails", queue: str = "default", **
     return Job.objects.create(**values)
 
 
+def schedule_form(**values) -> dict:
+    """The schedule add form, filled in for an hourly tests.jobs.scheduled; `values` override fields."""
+    return {
+        "name": "hourly",
+        "job": "tests.jobs.scheduled",
+        "cron": "0 * * * *",
+        "timezone": "UTC",
+        "enabled": "on",
+        "args": "[]",
+        "kwargs": "{}",
+        "queue": "",
+        "priority": "",
+        "max_attempts": "",
+        "missed_runs": "latest",
+        "catch_up_window": "600",
+        "due_time_argument": "",
+        **values,
+    }
+
+
 def action(client: StaffClient, url: str, name: str, jobs: list[Job], **extra):
     data = {"action": name, "_selected_action": [job.pk for job in jobs], "index": 0, **extra}
     return client.post(url, data, follow=True)

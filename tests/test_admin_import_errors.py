@@ -8,7 +8,7 @@ from django.test import override_settings
 from django_dbjobs import registry
 from django_dbjobs.models import Job, Schedule
 
-from .admin_helpers import failed_job, staff, text
+from .admin_helpers import failed_job, schedule_form, staff, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,17 +67,7 @@ def test_the_schedule_form_and_run_now_report_it_instead_of_failing(broken_modul
     orphan = Schedule.objects.create(name="orphan", cron="0 3 * * *", job="tests.jobs.scheduled")
     Schedule.objects.filter(pk=orphan.pk).update(job=f"{BROKEN}.report")  # its job is in the broken module
     client = staff(superuser=True)
-    data = {
-        "name": "hourly",
-        "job": "tests.jobs.scheduled",
-        "cron": "0 * * * *",
-        "timezone": "UTC",
-        "enabled": "on",
-        "args": "[]",
-        "kwargs": "{}",
-        "missed_runs": "latest",
-        "catch_up_window": "600",
-    }
+    data = schedule_form()
     response = client.post("/admin/django_dbjobs/schedule/add/", {**data, "job": f"{BROKEN}.report"})
     assert response.status_code == 200
     errors = response.context["adminform"].form.non_field_errors()

@@ -11,7 +11,7 @@ from django.utils import formats, timezone
 from django_dbjobs.models import Job, JobStatus, Queue, Schedule, WorkerProcess
 from django_dbjobs.operations.queue_stats import finished_per_minute, queue_rows
 
-from .admin_helpers import action, failed_job, staff, text, visible
+from .admin_helpers import action, failed_job, schedule_form, staff, text, visible
 from .conftest import live_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -206,26 +206,6 @@ def test_run_now_with_no_overlap_reports_the_active_job():
     assert Job.objects.count() == 1
 
 
-def form(**values):
-    data = {
-        "name": "hourly",
-        "job": "tests.jobs.scheduled",
-        "cron": "0 * * * *",
-        "timezone": "UTC",
-        "enabled": "on",
-        "args": "[]",
-        "kwargs": "{}",
-        "queue": "",
-        "priority": "",
-        "max_attempts": "",
-        "missed_runs": "latest",
-        "catch_up_window": "600",
-        "due_time_argument": "",
-    }
-    data.update(values)
-    return data
-
-
 @pytest.mark.parametrize(
     "field,value,message",
     [
@@ -237,7 +217,7 @@ def form(**values):
 )
 def test_the_schedule_form_validates_with_clear_messages(field, value, message):
     client = staff(superuser=True)
-    response = client.post("/admin/django_dbjobs/schedule/add/", form(**{field: value}))
+    response = client.post("/admin/django_dbjobs/schedule/add/", schedule_form(**{field: value}))
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert field in errors, errors
@@ -247,7 +227,7 @@ def test_the_schedule_form_validates_with_clear_messages(field, value, message):
 
 def test_a_valid_schedule_is_added_with_its_next_due_time():
     client = staff(superuser=True)
-    response = client.post("/admin/django_dbjobs/schedule/add/", form())
+    response = client.post("/admin/django_dbjobs/schedule/add/", schedule_form())
     assert response.status_code == 302
     schedule = Schedule.objects.get(name="hourly")
     assert schedule.next_due_at is not None and schedule.next_due_at.minute == 0

@@ -28,10 +28,9 @@ from django_dbjobs import testing
 from django_dbjobs.exceptions import InvalidJobArguments
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.worker import Worker
+from tests.tasks_helpers import tasks_or_skip
 
-tasks = pytest.importorskip("tests.tasks")
-if tasks.task is None:
-    pytest.skip("neither django.tasks nor the django-tasks backport is installed", allow_module_level=True)
+tasks = tasks_or_skip()
 
 from django_dbjobs.backend import (  # noqa: E402
     DatabaseBackend,

@@ -11,6 +11,7 @@ from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.signals import job_failed
 from django_dbjobs.worker import Worker
 from tests import context_hooks, jobs
+from tests.tasks_helpers import tasks_or_skip
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -197,9 +198,7 @@ def test_a_restore_hook_that_exits_or_returns_junk_charges_the_attempt(settings,
 
 
 def test_a_tasks_enqueuer_context_is_restored_too(hooks):
-    tasks = pytest.importorskip("tests.tasks")
-    if tasks.task is None:
-        pytest.skip("neither django.tasks nor the django-tasks backport is installed")
+    tasks = tasks_or_skip()
     result = enqueue_in_a_request(tasks.environment.enqueue)
     Worker(burst=True, concurrency=1, prefetch=0).run()
     result.refresh()

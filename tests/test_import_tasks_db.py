@@ -21,6 +21,7 @@ from django_dbjobs.enqueuing import wakeup
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.operations.tasks_db_import import job_id
 from tests.tasks_db_models import NO_RUN_AFTER, DBTaskResult, HexIdDBTaskResult
+from tests.tasks_helpers import tasks_or_skip
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -289,9 +290,7 @@ def test_rows_a_running_db_worker_holds_are_skipped_not_waited_for(source):
 
 
 def test_a_django_task_row_becomes_a_job_of_the_same_task(source):
-    tasks = pytest.importorskip("tests.tasks")
-    if not hasattr(tasks, "send_welcome"):
-        pytest.skip("neither django.tasks nor the django-tasks backport is installed")
+    tasks = tasks_or_skip()
     row = add_row(path=tasks.send_welcome.module_path, args=(42,), queue_name="emails", priority=10)
     assert run("--commit").rstrip().endswith("Moved 1 job (1 batch).")
     job = Job.objects.get(pk=str(row.pk))

@@ -12,7 +12,7 @@ from django_dbjobs import checks
 from django_dbjobs.exceptions import InvalidSchedule
 from django_dbjobs.models import Schedule
 from django_dbjobs.schedules.scheduler import Scheduler
-from tests.admin_helpers import staff
+from tests.admin_helpers import schedule_form, staff
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,17 +32,7 @@ def test_full_clean_reports_a_bad_cron_expression_and_a_bad_timezone_together():
 
 def test_the_admin_form_shows_the_cron_and_the_timezone_errors_at_once():
     client = staff(superuser=True)
-    data = {
-        "name": "both",
-        "job": "tests.jobs.tick",
-        "cron": "0 0 31 2 *",
-        "timezone": "Mars/Olympus_Mons",
-        "enabled": "on",
-        "args": "[]",
-        "kwargs": "{}",
-        "missed_runs": "latest",
-        "catch_up_window": "600",
-    }
+    data = schedule_form(name="both", job="tests.jobs.tick", cron="0 0 31 2 *", timezone="Mars/Olympus_Mons")
     response = client.post("/admin/django_dbjobs/schedule/add/", data)
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -21,9 +22,11 @@ END = ".. module-index-end"
 
 
 def first_line(path: pathlib.Path) -> str:
-    """The first sentence-line of a module's docstring ("" if it has none)."""
+    """The first paragraph of a module's docstring on one line ("" if it has none), safe in rst."""
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return " ".join(doc.split("\n\n")[0].split())
+    text = " ".join(doc.split("\n\n")[0].split())
+    # A word ending in "_" (DBJOBS_) is a link in reStructuredText; a lone * starts emphasis.
+    return re.sub(r"(?<=\w)_(?=\W|$)", r"\\_", text).replace(" *", " \\*")
 
 
 def modules() -> list[pathlib.Path]:

@@ -140,9 +140,7 @@ class Command(BaseCommand):
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
-        parser.allow_abbrev = (
-            False  # "--proc 2" must not pass for --processes (supervisor.py)
-        )
+        parser.allow_abbrev = False  # "--proc 2" must not pass for --processes (supervisor.py)
         return parser
 
     def _supervise(self, options) -> None:

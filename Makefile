@@ -1,4 +1,4 @@
-.PHONY: demo test lint docs bench-smoke bench-peers screenshots package
+.PHONY: demo test lint typecheck docs bench-smoke bench-peers screenshots package
 
 # Run the example project's demo jobs on SQLite (no server needed).
 demo:
@@ -13,6 +13,11 @@ lint:
 	bash -c 'source scripts/venv.sh && ensure_venv lint'
 	.venv/bin/ruff check django_dbjobs tests example_project bench scripts
 	.venv/bin/ruff format --check django_dbjobs tests example_project bench scripts
+
+# mypy over the package (pyproject.toml [tool.mypy]): the public API fully annotated.
+typecheck:
+	bash -c 'source scripts/venv.sh && ensure_venv typecheck'
+	.venv/bin/python -m mypy
 
 docs:
 	bash -c 'source scripts/venv.sh && ensure_venv docs'
@@ -34,6 +39,7 @@ bench-smoke:
 bench-peers:
 	bash scripts/bench_peers.sh --runs 5
 
-# Build the sdist and wheel, check them, and run a job from the installed wheel (SQLite).
+# Build the sdist and wheel, check them, and run a job and the example project's demo from the
+# wheel installed in a fresh virtualenv (SQLite).
 package:
 	bash scripts/package.sh

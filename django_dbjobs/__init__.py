@@ -5,6 +5,11 @@ Public API: ``job``, ``enqueue``, ``aenqueue``, ``prepare``, ``bulk_enqueue``,
 before Django's apps are ready.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# The one place the version is written: pyproject.toml reads it ([tool.setuptools.dynamic]).
 __version__ = "0.1.0.dev0"
 
 _EXPORTS = {
@@ -22,8 +27,20 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
+    from .context import current_job as current_job
+    from .enqueuing import JobFunction as JobFunction
+    from .enqueuing import aenqueue as aenqueue
+    from .enqueuing import bulk_enqueue as bulk_enqueue
+    from .enqueuing import enqueue as enqueue
+    from .enqueuing import enqueue_many as enqueue_many
+    from .enqueuing import job as job
+    from .enqueuing import prepare as prepare
+    from .workflows import after as after
+    from .workflows import batch as batch
 
-def __getattr__(name):
+
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'django_dbjobs' has no attribute {name!r}")

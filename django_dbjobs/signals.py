@@ -8,6 +8,7 @@ traceback and the other receivers still run; the job's outcome is stored all the
 """
 
 import logging
+from typing import Any
 
 from django.dispatch import Signal
 
@@ -27,12 +28,12 @@ job_failed = Signal()
 schedule_fired = Signal()
 
 
-def has_receivers(sender, *signals: Signal) -> bool:
+def has_receivers(sender: Any, *signals: Signal) -> bool:
     """Whether any of `signals` has a receiver for `sender` (the list first: most have none)."""
     return any(signal.receivers and signal.has_listeners(sender) for signal in signals)
 
 
-def send(signal: Signal, sender=None, **kwargs) -> None:
+def send(signal: Signal, sender: Any = None, **kwargs: Any) -> None:
     """Send `signal` from the worker: a receiver's exception is logged, never raised."""
     if not signal.receivers:  # the common case, and the cheapest test
         return

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from django.db import router, transaction
 from django.db.models.functions import Now
@@ -23,6 +24,8 @@ from .signals import job_enqueued
 from .worker.running import execution
 
 __all__ = ["CapturedJobs", "capture_jobs", "run_jobs"]
+
+_T = TypeVar("_T")
 
 #: The worker id jobs run by run_jobs() are recorded under (Job.worker_ids).
 TEST_WORKER = "dbjobs-testing"
@@ -60,7 +63,13 @@ def run_jobs(
         execution.failure_listener.reset(token)
 
 
-def _run_due(queues, include_scheduled, max_jobs, using, failures: list[BaseException] | None) -> list[Job]:
+def _run_due(
+    queues: list[str] | None,
+    include_scheduled: bool,
+    max_jobs: int,
+    using: str,
+    failures: list[BaseException] | None,
+) -> list[Job]:
     jobs = Job.objects.using(using)
     ran: list[Job] = []
     while True:
@@ -114,15 +123,16 @@ def _quiet_unless_configured() -> Iterator[None]:
 class _Raising(Outage):
     """No outage handling in a test: every database error is raised as it is, no connection closed."""
 
-    def call(self, action, what, once=False):
+    def call(self, action: Callable[[], _T], what: str, once: bool = False) -> _T:
         return action()
 
 
-class CapturedJobs(list):
+class CapturedJobs(list[Job]):
     """The jobs enqueued inside ``capture_jobs()``, in order (a list of Job)."""
 
     @property
     def names(self) -> list[str]:
+        """The registered names of the captured jobs, in order."""
         return [job.name for job in self]
 
     def named(self, name: str) -> list[Job]:
@@ -139,7 +149,7 @@ def capture_jobs() -> Iterator[CapturedJobs]:
     """
     captured = CapturedJobs()
 
-    def receiver(sender, job, **kwargs):
+    def receiver(sender: Any, job: Job, **kwargs: Any) -> None:
         captured.append(job)
 
     job_enqueued.connect(receiver, weak=False)

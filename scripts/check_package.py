@@ -3,6 +3,7 @@
 Usage: python scripts/check_package.py dist/   (after `python -m build`)
 """
 
+import re
 import sys
 import tarfile
 import zipfile
@@ -21,6 +22,11 @@ def needed_files() -> set[str]:
     return found
 
 
+def source_version() -> str:
+    """``__version__`` as django_dbjobs/__init__.py writes it (the one place it is written)."""
+    return re.search(r'^__version__ = "([^"]+)"$', (PACKAGE / "__init__.py").read_text(), re.MULTILINE)[1]
+
+
 def main(dist: Path) -> int:
     problems = []
     wheels = sorted(dist.glob("django_dbjobs-*.whl"))
@@ -36,6 +42,7 @@ def main(dist: Path) -> int:
         "django_dbjobs/migrations/0001_initial.py",
         "django_dbjobs/templates/admin/django_dbjobs/overview.html",
         "django_dbjobs/templatetags/dbjobs_admin.py",
+        "django_dbjobs/py.typed",
     ):
         if required not in names:
             problems.append(f"the wheel lacks {required}")
@@ -44,7 +51,17 @@ def main(dist: Path) -> int:
         problems.append(f"the wheel ships files that are not the app: {strays[:5]}")
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheels[0]).read(metadata).decode()
-    for line in ("Name: django-dbjobs", "Provides-Extra: postgres", "Provides-Extra: tasks"):
+    version = source_version()
+    if not wheels[0].name.startswith(f"django_dbjobs-{version}-") or not sdists[0].name.startswith(
+        f"django_dbjobs-{version}."
+    ):
+        problems.append(f"the files are not named for version {version}: {wheels[0].name}, {sdists[0].name}")
+    for line in (
+        "Name: django-dbjobs",
+        f"Version: {version}",
+        "Provides-Extra: postgres",
+        "Provides-Extra: tasks",
+    ):
         if line not in text:
             problems.append(f"the wheel's metadata lacks {line!r}")
     entry_points = next((n for n in names if n.endswith(".dist-info/entry_points.txt")), None)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Build the sdist and wheel into dist/, check them (metadata renders, the app's files are
-# in, tests are out), then install the wheel into a throwaway virtualenv and run a
-# project on it (check, migrate, a job through run_jobs --burst) on SQLite.
+# in, tests are out, the version is __version__), then install the wheel into a throwaway
+# virtualenv and run two projects on it, on SQLite: a minimal one (check, migrate, a job
+# through run_jobs --burst), then a copy of the example project's demo (make demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 source scripts/venv.sh
 ensure_venv "test"
 "$VENV/bin/python" -m pip install -q build twine
@@ -16,7 +18,9 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 python=$(pick_python)
 $python -m venv "$scratch/venv"
-"$scratch/venv/bin/python" -m pip install -q "$(ls dist/*.whl)"
+# [example]: django-environ, which the example project's settings read.
+"$scratch/venv/bin/python" -m pip install -q "$(ls "$root"/dist/*.whl)[example]"
+"$scratch/venv/bin/python" -m pip check
 mkdir -p "$scratch/project/shop"
 cat > "$scratch/project/settings.py" <<'PY'
 SECRET_KEY = "package-check"
@@ -49,3 +53,18 @@ from django_dbjobs.models import Job
 job = Job.objects.get()
 assert (job.status, job.return_value) == ('SUCCESSFUL', 5), (job.status, job.return_value)
 print('OK: the installed wheel ran a job:', job.status, job.return_value)"
+
+# The demo, from a copy of example_project outside the checkout: only the wheel's
+# django_dbjobs can be imported there.
+cp -r "$root/example_project" "$scratch/example_project"
+rm -f "$scratch"/example_project/db.sqlite3* "$scratch/example_project/.env"
+cd "$scratch/example_project"
+unset DJANGO_SETTINGS_MODULE PYTHONPATH
+"$scratch/venv/bin/python" -c "
+import django_dbjobs, sys
+assert django_dbjobs.__file__.startswith(sys.prefix), django_dbjobs.__file__
+print('django_dbjobs', django_dbjobs.__version__, 'from', django_dbjobs.__file__)"
+DBJOBS_DEMO_PYTHON="$scratch/venv/bin/python" DBJOBS_DEMO_PROJECT="$scratch/example_project" \
+  DATABASE_URL="sqlite:///$scratch/example_project/db.sqlite3" bash "$root/scripts/demo.sh" | tee "$scratch/demo.out"
+grep -q " 0 left\.$" "$scratch/demo.out" || { echo "the demo left jobs unfinished" >&2; exit 1; }
+echo "OK: the example project's demo ran on the installed wheel"

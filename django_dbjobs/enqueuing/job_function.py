@@ -2,39 +2,48 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, overload
 
 from ..exceptions import InvalidJob
 from ..flow import keys
 from ..registry import add
 from ..registry.registered import JobOptions, RegisteredJob
 
+if TYPE_CHECKING:
+    from ..models import Job
+
 
 class JobFunction(RegisteredJob):
     """A registered job: call it to run it now, or `.enqueue(...)` to run it later."""
 
-    def enqueue(self, *args: Any, **options: Any):
+    def enqueue(self, *args: Any, **options: Any) -> Job:
         """Enqueue this job; see django_dbjobs.enqueue() for the options."""
         from .api import enqueue
 
         return enqueue(self, *args, **options)
 
-    def enqueue_many(self, arguments, **options: Any):
+    def enqueue_many(self, arguments: Iterable[tuple | list], **options: Any) -> list[Job]:
         """Enqueue this job once per tuple of positional arguments; see django_dbjobs.enqueue_many()."""
         from .bulk import enqueue_many
 
         return enqueue_many(self, arguments, **options)
 
-    async def aenqueue(self, *args: Any, **options: Any):
+    async def aenqueue(self, *args: Any, **options: Any) -> Job:
         """Enqueue this job from async code; see django_dbjobs.aenqueue()."""
         from .api import aenqueue
 
         return await aenqueue(self, *args, **options)
 
 
+@overload
+def job(func: Callable[..., Any], /) -> JobFunction: ...
+
+
+@overload
 def job(
-    func: Callable | None = None,
+    func: None = None,
+    /,
     *,
     name: str | None = None,
     queue: str | None = None,
@@ -45,7 +54,22 @@ def job(
     concurrency_key: str | Callable[..., str] | None = None,
     concurrency_limit: int | None = None,
     interruptible: bool = True,
-):
+) -> Callable[[Callable[..., Any]], JobFunction]: ...
+
+
+def job(
+    func: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+    backoff: float | None = None,
+    timeout: float | None = None,
+    concurrency_key: str | Callable[..., str] | None = None,
+    concurrency_limit: int | None = None,
+    interruptible: bool = True,
+) -> JobFunction | Callable[[Callable[..., Any]], JobFunction]:
     """Register a module-level function as a job, with default enqueue options.
 
     Use as ``@job`` or ``@job(queue="emails", max_attempts=5, timeout=60)``. The job's name
@@ -74,7 +98,7 @@ def job(
         interruptible=interruptible,
     )
 
-    def register(f: Callable) -> JobFunction:
+    def register(f: Callable[..., Any]) -> JobFunction:
         if isinstance(f, RegisteredJob):
             raise InvalidJob(f"{f.name} is already registered as a job.")
         if not callable(f):

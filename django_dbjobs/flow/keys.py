@@ -65,7 +65,7 @@ def check_limit(limit: Any) -> int:
 
 
 def resolve(
-    func: Callable,
+    func: Callable | None,
     spec: KeySpec | None,
     given: Any,
     limit: Any,
@@ -108,7 +108,7 @@ def resolve(
     return key, DEFAULT_LIMIT if chosen is None else check_limit(chosen)
 
 
-def _format(func: Callable, template: str, args, kwargs) -> str:
+def _format(func: Callable | None, template: str, args, kwargs) -> str:
     """`template` with the job's arguments put in: by parameter name, or by position ({0})."""
     named = dict(kwargs)
     # A Task that takes its context has it as its first parameter, given by the worker.

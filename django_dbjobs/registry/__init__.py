@@ -12,6 +12,7 @@ import importlib
 import logging
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from django.apps import apps
 from django.utils.module_loading import autodiscover_modules, module_has_submodule
@@ -42,9 +43,10 @@ AUTODISCOVER_MODULES = ("jobs", "tasks")
 _registry: dict[str, RegisteredJob] = {}
 _discovered = False
 _lock = threading.Lock()
+_Registered = TypeVar("_Registered", bound=RegisteredJob)
 
 
-def add(registered: RegisteredJob) -> RegisteredJob:
+def add(registered: _Registered) -> _Registered:
     """Put a job in the registry under its name, replacing an earlier definition; return it."""
     with _lock:
         existing = _registry.get(registered.name)

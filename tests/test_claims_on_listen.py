@@ -149,9 +149,9 @@ def test_a_broken_listen_connection_gives_back_no_rate_limited_job_claimed_befor
 
 
 def test_a_listen_connection_left_with_a_statement_unread_is_closed(waiter, caplog):
-    """An error while a claim sent ahead was sent or read (not the server's answer to it)
-    leaves the connection sound but busy with a statement nobody will read: closed, as if
-    it broke, never used again for the next claim or wait."""
+    """An error while a claim's results were read (not the server's answer to it) leaves the
+    connection sound but busy with a statement nobody will read: closed, as if it broke,
+    never used again for the next claim or wait."""
     listen = waiter.claims_on()
     listen.connection.pgconn.send_query(b"SELECT pg_sleep(0.2)")  # sent, its answer never read
     with caplog.at_level("WARNING", logger="django_dbjobs"):
@@ -184,3 +184,33 @@ def test_behind_a_transaction_pooler_claims_stay_on_the_worker_s_own_connection(
     finally:
         waiter.stop()
         event.close()
+
+
+def test_the_claim_after_a_wait_trusts_the_paused_queues_read_in_the_listen_session(waiter):
+    """No queue paused or resumed was notified since they were read in the LISTEN session
+    still open: the claim right after the wait (woken) does not read them again, up to a
+    minute later; any other claim reads them once they are a second old."""
+    _identity, claimer, threads, *_ = parts()
+    claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
+    claimer.paused.listen_session, waiter.on_queues = waiter.listen_session, claimer.paused.changed
+    assert claimer.claim_free_slots() == 0  # reads them, in this session
+    seen = []
+
+    def paused_reads() -> int:
+        return sum("django_dbjobs_queue" in sql for sql in seen)
+
+    with connection.execute_wrapper(lambda execute, sql, *args: seen.append(sql) or execute(sql, *args)):
+        claimer.paused._read_at -= 50
+        enqueue(jobs.add, 1, 2)
+        assert waiter.wait(10) is True
+        assert claimer.claim_free_slots(woken=True) == 1
+        assert paused_reads() == 0, "trusted"
+        claimer.held.remove(threads.take_unstarted())
+        enqueue(jobs.add, 3, 4)
+        assert claimer.claim_free_slots() == 1
+        assert paused_reads() == 1, "not after a wait: read again"
+        claimer.held.remove(threads.take_unstarted())
+        claimer.paused.changed()  # a notification: a queue was paused or resumed
+        enqueue(jobs.add, 5, 6)
+        assert claimer.claim_free_slots(woken=True) == 1
+        assert paused_reads() == 2, "a change was heard: read again"

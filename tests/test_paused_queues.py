@@ -68,7 +68,7 @@ def test_the_worker_view_of_paused_queues_is_read_again_after_a_second(caplog, m
 
 
 def test_a_list_read_in_a_listen_session_is_trusted_while_it_lasts_and_hears_no_change(monkeypatch):
-    """PostgreSQL's idle wake-up claim (claim_ahead.py) asks current(notified=True): the list
+    """PostgreSQL's idle wake-up claim (claim_free_slots(woken=True)) asks current(notified=True): the list
     read in the LISTEN session still open, with no notification of a change since."""
     clock, session = [1000.0], [1]
     monkeypatch.setattr("django_dbjobs.worker.claiming.paused_queues.time.monotonic", lambda: clock[0])

@@ -6,7 +6,8 @@ an outage handler may close and open again), read without blocking: the waiting 
 polls its socket beside its wake-up event (worker/lifecycle/wake_event.py) and calls read() when it
 is readable. A connection lost (the server restarted, a pooler or pg_terminate_backend
 closed it) is opened again from the next wait, after a pause that doubles up to 30 s;
-notifications sent meanwhile are lost, so each (re)connection counts as one.
+notifications sent meanwhile are lost, so each (re)connection counts as one. Its states
+and every move between them are listen_states.py's (diagram: docs/worker.rst).
 
 The worker's claims run on it too, while it is open (worker/claiming/claimer.py), where its
 server session is provably its own (own_session(): connected straight to PostgreSQL, in
@@ -23,11 +24,11 @@ counts it for the next read().
 from __future__ import annotations
 
 import logging
-import time
 from typing import NamedTuple
 
 from django.db import connections
 
+from .listen_states import ListenStates
 from .triggers import QUEUE_TRIGGER_FIRES
 
 logger = logging.getLogger("django_dbjobs")
@@ -37,8 +38,6 @@ CHANNEL = "dbjobs"
 #: (db/triggers.py); a new job's is empty.
 SCHEDULES_PAYLOAD = "schedules"
 QUEUES_PAYLOAD = "queues"
-FIRST_PAUSE = 0.5
-LONGEST_PAUSE = 30.0
 #: libpq options the LISTEN connection gets unless the database's OPTIONS set them: the
 #: thread that opens it is the worker's loop, which must not wait minutes on a host that
 #: does not answer; and a connection a NAT or load balancer dropped without a word is
@@ -71,20 +70,25 @@ class Listen:
     def __init__(self, using: str):
         self.using = using
         self.connection = None  # the Django connection wrapper, while listening
-        #: Whether the worker claims on it: its session plans without sorts (see above).
-        self.claims_here = False
+        self.states = ListenStates()
         #: Notifications psycopg took while a claim ran on the connection, as in Heard.
         self._heard = [0, 0, 0]
-        #: How many times it started listening: tells one LISTEN session from the next.
-        self.sessions = 0
         #: Whether the queue table's trigger fires (db/triggers.py), as read when it connected.
         self.hears_queues = False
-        self._pause = FIRST_PAUSE
-        self._retry_at = 0.0
 
     @property
     def listening(self) -> bool:
-        return self.connection is not None
+        return self.states.listening
+
+    @property
+    def claims_here(self) -> bool:
+        """Whether the worker claims on it: its session plans without sorts (see above)."""
+        return self.states.claims_here
+
+    @property
+    def sessions(self) -> int:
+        """How many times it started listening: tells one LISTEN session from the next."""
+        return self.states.sessions
 
     def fileno(self) -> int:
         """The socket to poll for reading; only while listening."""
@@ -92,7 +96,7 @@ class Listen:
 
     def retry_in(self) -> float:
         """Seconds until connect() tries again (0: now)."""
-        return max(self._retry_at - time.monotonic(), 0.0)
+        return self.states.retry_in()
 
     def connect(self) -> bool:
         """LISTEN, unless listening already or the pause since the last failure is not over.
@@ -100,7 +104,7 @@ class Listen:
         True when it just started listening: whatever was sent before is unknown to the
         caller, which must look for work as if notified.
         """
-        if self.connection is not None or self.retry_in() > 0:
+        if not self.states.may_open():
             return False
         connection = None
         try:
@@ -122,12 +126,11 @@ class Listen:
                 (hears_queues,) = cursor.fetchone()
             connection.connection.add_notify_handler(self._heard_during_query)
         except Exception as exc:  # noqa: BLE001 - a receiver or the server: try again later
-            self.lost(connection, exc)
+            self._give_up(connection, exc, self.states.open_failed())
             return False
-        self.connection, self.claims_here, self.hears_queues = connection, claims_here, hears_queues
+        self.connection, self.hears_queues = connection, hears_queues
+        self.states.opened(own_session=claims_here)
         self._heard = [0, 0, 0]  # the caller looks for work as if notified anyway
-        self.sessions += 1
-        self._pause = FIRST_PAUSE
         return True
 
     @property
@@ -161,30 +164,26 @@ class Listen:
             while (notification := pgconn.notifies()) is not None:
                 heard[_kind(notification.extra.decode(errors="replace"))] += 1
         except Exception as exc:  # noqa: BLE001 - psycopg's OperationalError, or any: reconnect
-            self.lost(connection, exc)
+            self.lost(exc)
         return Heard(*heard)
 
     def failed(self, connection, exc: Exception) -> bool:
         """A claim on `connection` (this LISTEN connection) raised `exc`: if the connection
-        broke, is left with a statement whose results nobody will read (an error while
-        sending or reading one sent ahead), or gave no answer to one, close it (connect()
-        opens another after a pause) and return True; else False (the error is the
-        statement's, or not this connection's)."""
+        broke, or is left with a statement whose results nobody will read (an error while
+        reading them), close it (connect() opens another after a pause) and return True;
+        else False (the error is the statement's)."""
         from psycopg import pq
-
-        from .sent_ahead import NoAnswer
 
         raw = connection.connection
         sound = (
-            not isinstance(exc, NoAnswer)
-            and raw is not None
+            raw is not None
             and not raw.closed
             and raw.pgconn.status == pq.ConnStatus.OK
             and raw.pgconn.transaction_status == pq.TransactionStatus.IDLE  # in autocommit
         )
         if sound:
             return False
-        self.lost(connection, exc)
+        self._give_up(connection, exc, self.states.claim_broke())
         return True
 
     def _heard_during_query(self, notification) -> None:
@@ -193,18 +192,22 @@ class Listen:
 
     def close(self) -> None:
         connection, self.connection = self.connection, None
+        self.states.closed()
         if connection is not None:
             _close(connection)
 
-    def lost(self, connection, exc: Exception) -> None:
-        """`connection` failed with `exc`: close it; connect() opens another after a pause."""
+    def lost(self, exc: Exception) -> None:
+        """The open connection failed with `exc` (a read, a poll): close it; connect() opens
+        another after a pause."""
+        self._give_up(self.connection, exc, self.states.lost())
+
+    def _give_up(self, connection, exc: Exception, pause: float) -> None:
+        """Close `connection`, which failed with `exc`; connect() tries again in `pause` seconds."""
         if connection is self.connection:
             self.connection = None
-        logger.warning("LISTEN connection lost, reconnecting in %.1fs: %s", self._pause, exc)
+        logger.warning("LISTEN connection lost, reconnecting in %.1fs: %s", pause, exc)
         if connection is not None:
             _close(connection)
-        self._retry_at = time.monotonic() + self._pause
-        self._pause = min(self._pause * 2, LONGEST_PAUSE)
 
 
 def own_session(connection, cursor) -> bool:

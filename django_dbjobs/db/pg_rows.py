@@ -1,4 +1,4 @@
-"""PostgreSQL: the rows of a statement libpq.py ran (or sent_ahead.py sent), as Python values."""
+"""PostgreSQL: the rows of a statement libpq.py ran, as Python values."""
 
 from __future__ import annotations
 

@@ -176,19 +176,6 @@ def execute(raw, statement: bytes, values: list[bytes], pipelined=None) -> tuple
     return (results, None) if ran else (None, why)
 
 
-def name_of(raw, statement: bytes) -> bytes | None:
-    """The name `statement` is prepared under on `raw` (prepared by execute() before, and the
-    connection still prepares); None if it is not."""
-    names = _names.get(raw)
-    return names.get(statement) if names else None
-
-
-def counted(raw, result) -> tuple[bool, str | None]:
-    """After running a statement of name_of() by its name (sent_ahead.py): what execute() says
-    of its `result`, (True, None) if it ran, else (False, why)."""
-    return _counted(raw, _names.get(raw) or {}, result, fresh=False)
-
-
 def _not_made(raw, result) -> tuple[None, str | None] | None:
     """None if a PREPARE's `result` says the statement is in the session (made, or there
     already: DUPLICATE); else (None, why) for the caller, which sends the statement plain: it

@@ -35,20 +35,6 @@ def claim(
     return db.claim_jobs(model, using, *shape, worker, limit, unsorted)
 
 
-def ready_claim(
-    model, jobs, using: str, worker: str, limit: int, queues, include_waiting: bool, paused, unsorted
-):
-    """claim() on `unsorted` (the worker's LISTEN connection), made ready to send the moment
-    a notification is read (db/sent_ahead.py); None where claim() must run it, or every queue
-    asked for is paused. claims_ahead.claimed() reads what it took."""
-    from ..db import claims_ahead  # here: only a PostgreSQL worker loads it (and psycopg's generators)
-
-    shape = claim_shape(jobs, queues, include_waiting, paused)
-    if shape is None:
-        return None
-    return claims_ahead.ready_claim(model, using, *shape, worker, limit, unsorted)
-
-
 def claim_shape(
     jobs,
     queues: list[str] | None,

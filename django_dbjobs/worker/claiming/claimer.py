@@ -17,7 +17,6 @@ from ..leases.lease import Lease
 from ..running import cancel_watch
 from ..running.job_threads import JobThreads
 from ..running.success_batch import SuccessBatch
-from .claim_ahead import ClaimAhead
 from .held import HeldJobs
 from .paused_queues import PausedQueues
 from .prefetch import Prefetch
@@ -75,15 +74,14 @@ class Claimer:
         self._came_empty_at = float("-inf")
         #: The last claim found fewer due jobs than it asked for.
         self.came_short = False
-        self._asked = 0
+        #: This turn's claim follows an idle wait that read every notification that had come.
+        self._woken = False
         #: Where claims run (the idle waiter's, once the loop starts: IdleWaiter.claims_on):
         #: PostgreSQL's LISTEN connection while it is open, else None (the worker's own).
         self.claims_on: Callable[[], Any] = lambda: None
         #: Told of a claim that failed on that connection: True if the connection broke (it is
         #: closed, and opened again later).
         self.claim_failed_on: Callable[[Any, Exception], bool] = lambda connection, exc: False
-        #: PostgreSQL: the wake-up claim, sent as soon as a notification is read (claim_ahead.py).
-        self.ahead = ClaimAhead(self)
 
     def free_slots(self, prefetch: bool = True) -> int:
         """Jobs to claim now: free threads plus the prefetch (unless not `prefetch`), within --max-jobs."""
@@ -94,21 +92,27 @@ class Claimer:
             free = min(free, self.max_jobs - self.claimed)
         return max(free, 0)
 
-    def claim_free_slots(self) -> int | None:
-        """Claim due jobs for the free slots; return how many, None after an error (already paused)."""
+    def claim_free_slots(self, woken: bool = False) -> int | None:
+        """Claim due jobs for the free slots; return how many, None after an error (already paused).
+
+        `woken`: right after an idle wait, which read every notification that had come: the
+        paused queues are read again only if those do not vouch for them (paused_queues.py).
+        """
         self.came_short = False
         if self.in_doubt and not self._give_back_unheld():
             return None
-        free = self.free_slots()  # after release_unheld(): what a claim sent ahead took is held
+        free = self.free_slots()
         if free <= 0:
-            self.ahead.land()  # a claim sent for slots no longer free: given back, not left over a wait
             return 0
         paused = self.paused
         if paused.served and not paused.unread and time.monotonic() - self._came_empty_at < PAUSED_CLAIM_GAP:
             return 0  # see PAUSED_CLAIM_GAP (not when a queue was just paused or resumed)
-        flight = self.ahead.flight
-        epoch = self.lease.epoch if flight is None else flight.epoch  # read before the claim: see Lease
-        jobs = self._claim_both(free)
+        epoch = self.lease.epoch  # read before the claim: see Lease
+        self._woken = woken
+        try:
+            jobs = self._claim_both(free)
+        finally:
+            self._woken = False
         if jobs is None:
             return None
         if not jobs:
@@ -152,7 +156,6 @@ class Claimer:
         """
         rated: list[Job] = []
         ordinary: list[Job] | None = []
-        self._asked = free
         rated_first = self.rated.first_this_time()
         if self.rated.alone_due():
             # A rate-limited job that must run alone is due: it is claimed only by a worker
@@ -189,28 +192,17 @@ class Claimer:
                 if not rated:
                     return None
                 ordinary = []
-            if rated and _alone(ordinary):  # a claim sent ahead, before this turn's rated claim
-                self.release(_alone(ordinary), quiet=True)
-                ordinary = [job for job in ordinary if job.isolation == Isolation.NONE]
-        # A claim sent ahead asked for the free threads only (claim_ahead.py): full, it is not short.
-        self.came_short = len(ordinary) + len(rated) < min(free, self._asked + len(rated))
+        self.came_short = len(ordinary) + len(rated) < free
         return [*rated, *ordinary]
 
     def claim(self, limit: int, alone_ok: bool = True) -> list[Job]:
         """Claim up to `limit` due jobs outside the rate-limited queues; one that must run alone
         only if `alone_ok` and none is held."""
-        flight = self.ahead.take()
-        if flight is not None:  # PostgreSQL: sent when the notification was read (claim_ahead.py)
-            jobs = self.ahead.read(flight, limit)
-            if jobs is not None:
-                self._asked = min(limit, flight.limit)
-                return jobs
-        self._asked = limit  # how many the claim asked for (_claim_both())
         worker = self.identity
         waiting = alone_ok and self.held.alone is None  # one job that must run alone at a time
         # A rate-limited queue's jobs are claimed within its rate only; left out here, in case
         # one was enqueued by a process without DBJOBS_QUEUE_LIMITS (see rates.sync_blocked()).
-        paused = self.paused.current() | self.rated.all_names()
+        paused = self.paused.current(notified=self._woken) | self.rated.all_names()
         using = worker.using
         on = self.claims_on()
 
@@ -248,10 +240,9 @@ class Claimer:
 
         A claim can commit while its answer is lost (the connection broke after the
         COMMIT): those rows are RUNNING under a live, heartbeating worker, so no sweep
-        would ever recover them. A claim sent ahead is landed (held) first; what stays
-        is in HeldJobs.kept(). One that commits later still: see reconcile.py.
+        would ever recover them. What stays is in HeldJobs.kept(). One that commits later
+        still: see reconcile.py.
         """
-        self.ahead.land()
         worker = self.identity
         held = self.held.kept(self.acks.pending_ids)
         released, cancelled = Job.objects.using(worker.using).release_unheld(worker.id, held)

@@ -3,14 +3,14 @@
 On PostgreSQL a trigger NOTIFYs workers when a queue is paused or resumed (db/triggers.py).
 A list read while the worker's LISTEN session was open stays true for as long as that
 session lasts and brings no such notification: a pause committed after the read is
-notified in it. An idle worker's wake-up claim, sent the moment a notification is read
-(claim_ahead.py), trusts such a list up to a minute old (trusted()), once every
-notification read before it has been heard; otherwise the first wake-up after a second
-idle would read the paused queues before claiming. Only where the trigger fires (the
-LISTEN connection looks when it connects), and for a minute at most: a write made with
-triggers off (``session_replication_role``) notifies nobody. The loop's own claims read
-them every second as before (a worker claiming without pause reads no notification
-meanwhile), and before the next claim once a notification said they changed.
+notified in it. An idle worker's wake-up claim, made right after its wait read every
+notification that had come (Claimer.claim_free_slots(woken=True)), trusts such a list up
+to a minute old (trusted()); otherwise the first wake-up after a second idle would read
+the paused queues before claiming. Only where the trigger fires (the LISTEN connection
+looks when it connects), and for a minute at most: a write made with triggers off
+(``session_replication_role``) notifies nobody. The loop's other claims read them every
+second as before (a worker claiming without pause reads no notification meanwhile), and
+before the next claim once a notification said they changed.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ class Reconciler:
     claim can commit later still (a PostgreSQL LISTEN connection broken mid-claim: the
     server runs on) and nothing tells the worker when. Its jobs are then RUNNING under a
     live, heartbeating worker, and no sweep takes them. `pending()` gives the ids of the
-    successes waiting in the batch (HeldJobs.kept()); `land()` holds a claim sent ahead.
+    successes waiting in the batch (HeldJobs.kept()).
     One SELECT on the running-jobs index per interval; an UPDATE only for what it finds.
     """
 
@@ -43,13 +43,11 @@ class Reconciler:
         *,
         held: HeldJobs,
         pending: Callable[[], set[str]],
-        land: Callable[[], None],
     ):
         self.identity = identity
         self.outage = outage
         self.held = held
         self.pending = pending
-        self.land = land
         self._next = 0.0
 
     def reconcile_if_due(self) -> int | None:
@@ -75,7 +73,6 @@ class Reconciler:
         found = list(owned.only("id", "pickups"))
         if not found:
             return 0
-        self.land()
         kept = self.held.kept(self.pending)
         # Fenced on owner, RUNNING and pickup: one that finished since the SELECT stays as it is.
         released, cancelled = jobs.give_back(worker.id, [job for job in found if job.pk not in kept])

@@ -59,11 +59,8 @@ class IdleWaiter:
         #: this process's event or a NOTIFY: a probe can see work the claim will not take
         #: (a job that must run alone while one runs), which a pause then throttles.
         self.probed = False
-        #: Called when a read finds notifications of new jobs (PostgreSQL): the worker sends
-        #: the claim it made ready for the wait (claim_ahead.py).
-        self.on_jobs: Callable[[], None] = lambda: None
-        #: Called when a read finds notifications of queues paused or resumed (PostgreSQL),
-        #: before on_jobs: the paused queues read before are not to be trusted (paused_queues.py).
+        #: Called when a read finds notifications of queues paused or resumed (PostgreSQL): the
+        #: paused queues read before are not to be trusted (paused_queues.py).
         self.on_queues: Callable[[], None] = lambda: None
 
     def start(self) -> None:
@@ -148,15 +145,13 @@ class IdleWaiter:
             try:
                 _readable([listen.fileno(), event.fileno()], remaining)
             except Exception as exc:  # noqa: BLE001 - no socket to wait on: open another later
-                listen.lost(listen.connection, exc)
+                listen.lost(exc)
 
     def _read(self) -> bool:
         """Take the notifications that arrived, without waiting: whether there were any."""
         heard = self.listen.read()
         if heard.queues:
             self.on_queues()
-        if heard.jobs:
-            self.on_jobs()
         if heard.schedules:
             wakeup.schedules_changed()
         return any(heard)

@@ -106,7 +106,6 @@ class Worker:
         self._waiter = idle_wait.IdleWaiter(self.using, self._wake, self.queues, lambda: paused.served)
         self.claimer.claims_on = self._waiter.claims_on  # PostgreSQL: see db/listen.py
         self.claimer.claim_failed_on = self._waiter.claim_failed
-        self._waiter.on_jobs = self.claimer.ahead.send  # the wake-up claim, sent at once
         paused.listen_session, self._waiter.on_queues = self._waiter.listen_session, paused.changed
         try:
             startup.start(
@@ -119,8 +118,6 @@ class Worker:
             self._loop()
         finally:
             try:
-                # A wake-up claim sent and not read: what it took goes back.
-                self.claimer.ahead.land(release=True)
                 self._waiter.stop()  # claims no more: its LISTEN connection is not read from now on
                 self._shutdown()
             finally:
@@ -164,7 +161,6 @@ class Worker:
 
     def _loop(self) -> None:
         while not self._stopping:
-            self.claimer.ahead.land()  # a wake-up claim the last turn did not read (claim_ahead.py)
             try:
                 self.lease.drop_lost_jobs(self._threads, self._outage, self.job_done)
             except Exception:  # noqa: BLE001 - not an outage, yet the loop must go on
@@ -257,7 +253,7 @@ class Worker:
             return
         self.admitter.look_now()
         self.claimer.rated.claims.woken()
-        claimed = self.claimer.claim_free_slots()
+        claimed = self.claimer.claim_free_slots(woken=True)
         # Short, but some: wait a moment before claiming again (see _loop()). None at all,
         # woken by a free thread or another process's job someone else took: the next
         # turn's idle wait probes (MySQL/MariaDB, SQLite), where the drained one would not.
@@ -268,12 +264,7 @@ class Worker:
     def _wait(self, seconds: float, probe: bool) -> bool:
         """Wait for a wake-up, `seconds` at most; a job deadline due sooner ends it (deadlines.py)."""
         deadlines.looks_at(self._wake, time.monotonic() + seconds)
-        if probe:
-            self.claimer.ahead.arm()  # PostgreSQL: a notification sends it at once (claim_ahead.py)
-        try:
-            woken = self._waiter.wait(seconds, probe=probe)
-        finally:
-            self.claimer.ahead.disarm()
+        woken = self._waiter.wait(seconds, probe=probe)
         deadlines.looks_at(self._wake, 0.0)  # its turn ends by looking at the deadlines
         return woken
 

@@ -97,7 +97,7 @@ def assemble(
     queues = identity.queues or None
     admitter = Admitter(identity.using, outage, lambda: Scope(queues, paused.names))
     cancels = CancelWatch(identity, held, outage, lease)
-    reconciler = Reconciler(identity, outage, held=held, pending=acks.pending_ids, land=claimer.ahead.land)
+    reconciler = Reconciler(identity, outage, held=held, pending=acks.pending_ids)
     return Parts(
         identity,
         wake,

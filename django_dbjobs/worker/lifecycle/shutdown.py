@@ -69,7 +69,6 @@ def shut_down(parts: Parts, grace: float) -> None:
 
 def _give_back_unheld(claimer) -> None:
     """Claimer.release_unheld(), once; a failure is logged (the sweep recovers them later)."""
-    claimer.ahead.land(release=True)  # a claim sent ahead: what it took goes back, not held
     try:
         claimer.release_unheld()
     except Exception as exc:  # noqa: BLE001 - stopping all the same: the row goes, a sweep recovers them

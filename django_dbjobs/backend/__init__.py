@@ -20,6 +20,7 @@ from django.utils.module_loading import import_string
 from .. import registry
 from ..enqueuing import api as enqueuing
 from ..enqueuing import validation
+from ..enqueuing.spec import JobSpec
 from ..exceptions import InvalidJob
 from ..flow import keys
 from ..models import Job
@@ -115,20 +116,16 @@ class DatabaseBackend(BaseTaskBackend):
         if callable(key):
             registered.check_arguments(args, kwargs)  # before the key function sees them
             key = key(*args, **kwargs)
-        fields, using = enqueuing.job_fields(
-            registered,
-            args,
-            kwargs,
-            task.queue_name,
-            task.priority,
-            task.run_after,
-            None,
-            None,
-            key,
-            self.using,
+        spec = JobSpec(
+            queue=task.queue_name,
+            priority=task.priority,
+            run_at=task.run_after,
+            unique_key=key,
+            using=self.using,
         )
+        fields, using = enqueuing.job_fields(registered, args, kwargs, spec)
         # In a ``batch()`` block it joins the batch; in an ``after()`` block, it waits.
-        job, created = enqueuing.store_new(fields, using)
+        job, created = enqueuing.store_new(fields, using, spec)
         result = task_result(job, task, self.alias)
         if created:  # a held unique key returns the holder's result: nothing was enqueued
             task_enqueued.send(type(self), task_result=result)

@@ -7,25 +7,19 @@ have it mistaken for an option.
 
 from __future__ import annotations
 
-import datetime
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, OperationalError, connections, router, transaction
 
 from .. import db, registry
-from ..conf import settings
-from ..exceptions import UnknownOption
-from ..flow import keys
-from ..models import Blocked, Job
-from ..models.states import rated_queues
+from ..models import Job
 from ..registry import discovery
 from ..registry.registered import RegisteredJob
 from ..signals import has_receivers, job_enqueued
 from . import (
-    enqueuer_context,
     insert_one,
     inserts,
     rows,
@@ -35,6 +29,10 @@ from . import (
     workflow_cycles,
     workflow_options,
 )
+from .spec import ENQUEUE_OPTIONS, PREPARE_OPTIONS, EnqueueOptions, JobSpec, PrepareOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's from Python 3.11
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -42,161 +40,62 @@ JobTarget = RegisteredJob | Callable | str
 
 
 def prepare(
-    job: JobTarget,
-    *args: Any,
-    kwargs: dict[str, Any] | None = None,
-    queue: str | None = None,
-    priority: int | None = None,
-    run_at: datetime.datetime | None = None,
-    delay: datetime.timedelta | float | None = None,
-    max_attempts: int | None = None,
-    unique_key: str | None = None,
-    using: str | None = None,
-    concurrency_key: str | None = None,
-    concurrency_limit: int | None = None,
-    **unknown: Any,
+    job: JobTarget, *args: Any, kwargs: dict[str, Any] | None = None, **options: Unpack[PrepareOptions]
 ) -> Job:
     """Validate a job and return it as an unsaved Job, ready for bulk_enqueue().
 
-    Raises an InvalidJob subclass naming the bad argument; nothing is written.
+    Takes enqueue()'s options but ``batch``, ``after`` and ``after_failure`` (bulk_enqueue()
+    takes those). Raises an InvalidJob subclass naming the bad argument; nothing is written.
     """
-    _refuse_unknown_options("prepare", args, unknown)
-    fields, using = job_fields(
-        job,
-        args,
-        kwargs,
-        queue,
-        priority,
-        run_at,
-        delay,
-        max_attempts,
-        unique_key,
-        using,
-        concurrency_key=concurrency_key,
-        concurrency_limit=concurrency_limit,
-    )
+    return prepared(job, args, kwargs, JobSpec.of("prepare", args, options, PREPARE_OPTIONS))
+
+
+def prepared(job: JobTarget, args: tuple | list, kwargs: dict[str, Any] | None, spec: JobSpec) -> Job:
+    """The unsaved Job of `job` with these arguments as `spec` asks, noted for bulk_enqueue()."""
+    fields, using = job_fields(job, args, kwargs, spec)
     return rows.remember_build(rows.build(fields, using), fields)
 
 
 def job_fields(
-    job,
-    args,
-    kwargs,
-    queue,
-    priority,
-    run_at,
-    delay,
-    max_attempts,
-    unique_key,
-    using,
-    check_signature=True,
-    capture=True,
-    concurrency_key=None,
-    concurrency_limit=None,
-):
-    """The validated field values of a new job, and the database it goes to (InvalidJob if invalid).
-
-    With `capture`, the enqueuer's context (language, timezone, DBJOBS_CONTEXT_CAPTURE)
-    goes with the job; a scheduler's jobs have no enqueuer.
-    """
+    job: JobTarget, args: tuple | list, kwargs: dict[str, Any] | None, spec: JobSpec
+) -> tuple[dict[str, Any], str]:
+    """The validated field values of a new job of `job` with these arguments as `spec` asks,
+    and the database it goes to (InvalidJob if invalid)."""
     registered = registry.resolve(job)
     discovery.warn_if_unimported(registered)
-    using = using or router.db_for_write(Job)
+    using = spec.using or router.db_for_write(Job)
     reject_nul = db.rejects_nul(using)
     clean_args, clean_kwargs = validation.payload(args, kwargs or {}, reject_nul)
-    if check_signature:
-        registered.check_arguments(clean_args, clean_kwargs)
-    queue, priority, max_attempts = _options(registered, queue, priority, max_attempts)
-    unserved_queues.warn_if_unserved(queue, using)
-    fields = {
-        "name": registered.name,
-        "args": clean_args,
-        "kwargs": clean_kwargs,
-        "queue": queue,
-        "priority": priority,
-        "max_attempts": max_attempts,
-    }
-    if unique_key is not None:
-        fields["unique_key"] = fields["active_key"] = validation.unique_key(unique_key, reject_nul)
-    options = registered.options
-    key, limit = keys.resolve(
-        registered.func,
-        options.concurrency_key,
-        concurrency_key,
-        options.concurrency_limit if concurrency_limit is None else concurrency_limit,
-        registered.default_concurrency_limit,
-        clean_args,
-        clean_kwargs,
-    )
-    if key is not None:
-        # Not claimable until the admission gives it one of its key's slots (flow/admission.py).
-        fields.update(concurrency_key=key, concurrency_limit=limit, blocked=Blocked.CONCURRENCY)
-    elif queue in rated_queues():  # claimed only within its queue's rate (flow/rates.py)
-        fields["blocked"] = Blocked.RATE
-    when = validation.run_at(run_at, delay)
-    if when is not None:
-        fields["run_at"] = when
-    if capture:
-        context = enqueuer_context.capture()
-        if context is not None:
-            fields["context"] = context
-    return fields, using
+    registered.check_arguments(clean_args, clean_kwargs)
+    return _fields(registered, clean_args, clean_kwargs, spec, using, reject_nul), using
 
 
-def _options(registered: RegisteredJob, queue: Any, priority: Any, max_attempts: Any) -> tuple[str, int, int]:
-    """The job's queue, priority and maximum attempts: as given, else the job's own, else the
-    settings'; validated (InvalidJob). Kept per combination, types included (True is not 1)."""
-    key = (registered, queue, type(queue), priority, type(priority), max_attempts, type(max_attempts))
-    try:
-        found = _validated_options.get(key)
-    except TypeError:  # an unhashable value, and so an invalid one: refused below
-        found, key = None, None
-    if found is None:
-        defaults = registered.options
-        found = (
-            validation.queue(_first(queue, defaults.queue, settings.DEFAULT_QUEUE)),
-            validation.priority(_first(priority, defaults.priority, settings.DEFAULT_PRIORITY)),
-            validation.max_attempts(
-                _first(max_attempts, defaults.max_attempts, settings.DEFAULT_MAX_ATTEMPTS)
-            ),
-        )
-        if key is not None:
-            if len(_validated_options) >= 1024:
-                _validated_options.clear()
-            _validated_options[key] = found
-    return found
+def common_fields(registered: RegisteredJob, spec: JobSpec) -> tuple[dict[str, Any], str]:
+    """job_fields() without arguments: what every job of one enqueue_many() call shares."""
+    discovery.warn_if_unimported(registered)
+    using = spec.using or router.db_for_write(Job)
+    return _fields(registered, [], {}, spec, using, db.rejects_nul(using)), using
 
 
-#: _options()'s results; read again when the settings change (override_settings).
-_validated_options: dict[tuple, tuple[str, int, int]] = {}
-settings.on_reload(_validated_options.clear)
+def _fields(
+    registered: RegisteredJob, args: list, kwargs: dict, spec: JobSpec, using: str, reject_nul: bool
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {"name": registered.name, "args": args, "kwargs": kwargs}
+    fields.update(spec.columns(registered, args, kwargs, reject_nul))
+    unserved_queues.warn_if_unserved(fields["queue"], using)
+    return fields
 
 
 def enqueue(
-    job: JobTarget,
-    *args: Any,
-    kwargs: dict[str, Any] | None = None,
-    queue: str | None = None,
-    priority: int | None = None,
-    run_at: datetime.datetime | None = None,
-    delay: datetime.timedelta | float | None = None,
-    max_attempts: int | None = None,
-    unique_key: str | None = None,
-    using: str | None = None,
-    concurrency_key: str | None = None,
-    concurrency_limit: int | None = None,
-    batch: Any = None,
-    after: Any = None,
-    after_failure: str | None = None,
-    **unknown: Any,
+    job: JobTarget, *args: Any, kwargs: dict[str, Any] | None = None, **options: Unpack[EnqueueOptions]
 ) -> Job:
     """Store a job to run `job(*args, **kwargs)` in a worker, and return it.
 
     Inside ``transaction.atomic`` the row joins the caller's transaction; workers in
     this process are woken when it commits, never on rollback.
 
-    Options: ``kwargs`` (the job's keyword arguments), ``queue``, ``priority``
-    (-100..100, higher runs first), ``run_at`` (aware datetime) or ``delay``
+    Options (the fields of JobSpec): ``kwargs`` (the job's keyword arguments), ``queue``,
+    ``priority`` (-100..100, higher runs first), ``run_at`` (aware datetime) or ``delay``
     (seconds or timedelta), ``max_attempts``, ``unique_key``, ``using`` (database alias),
     ``concurrency_key`` and ``concurrency_limit`` (over the job's own: at most that many
     jobs of the key run at once; docs/flow-control.rst), ``batch`` (a Batch or its id:
@@ -208,31 +107,16 @@ def enqueue(
     With ``unique_key``, if a READY or RUNNING job of the same name has that key,
     nothing is written and that job is returned instead.
     """
-    _refuse_unknown_options("enqueue", args, unknown)
-    fields, using = job_fields(
-        job,
-        args,
-        kwargs,
-        queue,
-        priority,
-        run_at,
-        delay,
-        max_attempts,
-        unique_key,
-        using,
-        concurrency_key=concurrency_key,
-        concurrency_limit=concurrency_limit,
-    )
-    return store_new(fields, using, batch=batch, after=after, after_failure=after_failure)[0]
+    spec = JobSpec.of("enqueue", args, options, ENQUEUE_OPTIONS)
+    fields, using = job_fields(job, args, kwargs, spec)
+    return store_new(fields, using, spec)[0]
 
 
-def store_new(
-    fields: dict[str, Any], using: str, batch: Any = None, after: Any = None, after_failure: str | None = None
-) -> tuple[Job, bool]:
-    """Build and store() a job from validated `fields`, in its batch and waiting for the jobs
-    `after` names, or those of the open ``batch()`` and ``after()`` blocks."""
-    batch_id = workflow_options.batch_of(batch, using)
-    upstream, run_on_failure = workflow_options.waits(after, after_failure)
+def store_new(fields: dict[str, Any], using: str, spec: JobSpec) -> tuple[Job, bool]:
+    """Build and store() a job from validated `fields`, in the batch `spec` names and waiting
+    for the jobs it names, or those of the open ``batch()`` and ``after()`` blocks."""
+    batch_id = workflow_options.batch_of(spec.batch, using)
+    upstream, run_on_failure = workflow_options.waits(spec.after, spec.after_failure)
     if batch_id is None and not upstream:
         return store(rows.build(fields, using), fields, using)
     workflow_cycles.refuse(using, batch_id, upstream)
@@ -318,9 +202,11 @@ def _insert_unique(instance: Job, using: str) -> tuple[Job, bool]:
     raise DatabaseError(f"Could not store job {instance.name} with unique_key={instance.unique_key!r}.")
 
 
-async def aenqueue(job: JobTarget, *args: Any, **options: Any) -> Job:
+async def aenqueue(
+    job: JobTarget, *args: Any, kwargs: dict[str, Any] | None = None, **options: Unpack[EnqueueOptions]
+) -> Job:
     """The async twin of enqueue()."""
-    return await sync_to_async(enqueue)(job, *args, **options)
+    return await sync_to_async(enqueue)(job, *args, kwargs=kwargs, **options)
 
 
 def _enqueued(jobs: list[Job], using: str) -> None:
@@ -331,21 +217,3 @@ def _enqueued(jobs: list[Job], using: str) -> None:
                 job_enqueued.send(sender=Job, job=instance)
             logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
     connections[using].on_commit(wakeup.notify)  # transaction.on_commit(), one lookup fewer
-
-
-def _refuse_unknown_options(function: str, args: tuple, unknown: dict[str, Any]) -> None:
-    """Say how to pass a job's keyword arguments when they were given as options."""
-    if not unknown:
-        return
-    names = ", ".join(sorted(unknown))
-    given = ", ".join(
-        [*(repr(a) for a in args[:3]), f"kwargs={{{', '.join(f'{k!r}: ...' for k in unknown)}}}"]
-    )
-    raise UnknownOption(
-        f"{function}() has no option {names}. The job's own keyword arguments go in kwargs={{...}}: "
-        f"{function}(job, {given})."
-    )
-
-
-def _first(*values: Any) -> Any:
-    return next(v for v in values if v is not None)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections, router, transaction
 from django.db.models.signals import post_init, pre_init
@@ -16,8 +15,12 @@ from ..models import Blocked, Job
 from ..models.states import rated_queues
 from ..signals import has_receivers
 from . import copy_rows, inserts, rows, validation, workflow_cycles, workflow_options
-from .api import JobTarget, _enqueued, job_fields, prepare
+from .api import JobTarget, _enqueued, common_fields, prepared
 from .clock_once import clock_values
+from .spec import ENQUEUE_MANY_OPTIONS, EnqueueManyOptions, JobSpec
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's from Python 3.11
 
 
 def bulk_enqueue(
@@ -99,16 +102,8 @@ def enqueue_many(
     job: JobTarget,
     arguments: Iterable[tuple | list],
     *,
-    queue: str | None = None,
-    priority: int | None = None,
-    run_at: datetime.datetime | None = None,
-    delay: datetime.timedelta | float | None = None,
-    max_attempts: int | None = None,
-    using: str | None = None,
     batch_size: int = 1000,
-    batch: Any = None,
-    after: Any = None,
-    after_failure: str | None = None,
+    **options: Unpack[EnqueueManyOptions],
 ) -> list[Job]:
     """Enqueue `job` once per item of `arguments`, each a tuple of positional arguments.
 
@@ -128,22 +123,19 @@ def enqueue_many(
                 f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
                 "positional arguments, such as (user_id,)."
             )
+    spec = JobSpec.of("enqueue_many", (), options, ENQUEUE_MANY_OPTIONS)
     registered = registry.resolve(job)
     if registered.options.concurrency_key is not None:  # a key per item: made as prepare() makes it
-        options = {"queue": queue, "priority": priority, "run_at": run_at, "delay": delay}
-        options.update(max_attempts=max_attempts, using=using)
-        prepared = []
+        jobs = []
         for index, item in enumerate(items):
             try:
-                prepared.append(prepare(job, *item, **options))
+                jobs.append(prepared(registered, item, None, spec))
             except InvalidJob as exc:
                 raise type(exc)(f"arguments[{index}]: {exc}") from None
         return bulk_enqueue(
-            prepared, batch_size=batch_size, batch=batch, after=after, after_failure=after_failure
+            jobs, batch_size=batch_size, batch=spec.batch, after=spec.after, after_failure=spec.after_failure
         )
-    common, using = job_fields(
-        job, (), None, queue, priority, run_at, delay, max_attempts, None, using, check_signature=False
-    )
+    common, using = common_fields(registered, spec)
     reject_nul = db.rejects_nul(using)
     each, texts = [], []
     for index, item in enumerate(items):
@@ -154,10 +146,10 @@ def enqueue_many(
             raise type(exc)(f"arguments[{index}]: {exc}") from None
         each.append({"args": args, "kwargs": {}})
         texts.append(text)
-    batch_id = workflow_options.batch_of(batch, using)
+    batch_id = workflow_options.batch_of(spec.batch, using)
     if batch_id is not None:
         common["batch_id"] = batch_id
-    upstream, run_on_failure = workflow_options.waits(after, after_failure)
+    upstream, run_on_failure = workflow_options.waits(spec.after, spec.after_failure)
     if not each:
         return []
     workflow_cycles.refuse(using, batch_id, upstream, many=True)

@@ -118,7 +118,7 @@ def short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[: limit - 4]}...{text[-1]}"
 
 
-def payload(args: tuple, kwargs: dict, reject_nul: bool) -> tuple[list, dict]:
+def payload(args: tuple | list, kwargs: dict, reject_nul: bool) -> tuple[list, dict]:
     """Validate and normalise a job's arguments; enforce DBJOBS_MAX_PAYLOAD_BYTES."""
     if not isinstance(kwargs, dict):
         raise InvalidJobArguments(f"kwargs must be a dict, not {article(type(kwargs).__name__)}.")

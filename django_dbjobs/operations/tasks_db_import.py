@@ -21,6 +21,7 @@ from .. import db
 from ..enqueuing.api import job_fields
 from ..enqueuing.bulk import bulk_enqueue
 from ..enqueuing.rows import build
+from ..enqueuing.spec import JobSpec
 from ..enqueuing.validation import short
 from ..exceptions import DbJobsError, InvalidJob, InvalidJobArguments
 from ..models import Job
@@ -200,9 +201,8 @@ def _job(pk: str, row: tuple, connection) -> Job:
         # Due since it was enqueued, as enqueue() would have made it: keeps first-in, first-out.
         due = enqueued
     # Validated as enqueue() would; no enqueuer's context: the importing process is not the enqueuer.
-    fields, using = job_fields(
-        task_path, args, kwargs, queue, priority, due, None, None, None, connection.alias, capture=False
-    )
+    spec = JobSpec(queue=queue, priority=priority, run_at=due, using=connection.alias, capture_context=False)
+    fields, using = job_fields(task_path, args, kwargs, spec)
     job = build(fields, using)
     job.id = pk
     if enqueued is not None:

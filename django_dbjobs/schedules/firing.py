@@ -29,6 +29,7 @@ from .. import db
 from ..cron import missed_runs
 from ..enqueuing import api as enqueuing
 from ..enqueuing import rows
+from ..enqueuing.spec import JobSpec
 from ..exceptions import InvalidSchedule
 from ..models import Job, Schedule, ScheduleTick
 from ..signals import job_enqueued, schedule_fired, send
@@ -53,19 +54,15 @@ def build_job(schedule: Schedule, due: datetime.datetime, using: str) -> tuple[J
     kwargs = dict(schedule.kwargs)
     if schedule.due_time_argument:
         kwargs[schedule.due_time_argument] = due.astimezone(datetime.timezone.utc).isoformat()
-    fields, using = enqueuing.job_fields(
-        schedule.job,
-        tuple(schedule.args),
-        kwargs,
-        schedule.queue,
-        schedule.priority,
-        None,
-        None,
-        schedule.max_attempts,
-        f"dbjobs-schedule:{schedule.name}" if schedule.no_overlap else None,
-        using,
-        capture=False,
+    spec = JobSpec(
+        queue=schedule.queue,
+        priority=schedule.priority,
+        max_attempts=schedule.max_attempts,
+        unique_key=f"dbjobs-schedule:{schedule.name}" if schedule.no_overlap else None,
+        using=using,
+        capture_context=False,  # a scheduler has no enqueuer
     )
+    fields, using = enqueuing.job_fields(schedule.job, tuple(schedule.args), kwargs, spec)
     fields["scheduled_for"] = due
     return rows.build(fields, using), fields
 

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import router, transaction
 
 from ..enqueuing import api, rows
+from ..enqueuing.spec import JobSpec
 from ..enqueuing.workflow_options import open_batch
 from ..exceptions import InvalidJob
 from ..models import Batch, Blocked, Job, settling
@@ -64,6 +65,6 @@ def batch(
 
 def _waiting_callback(target: Any, using: str) -> Job:
     """Store a batch's callback job, waiting (Blocked.AFTER) until the batch finishes."""
-    fields, using = api.job_fields(target, ({},), None, None, None, None, None, None, None, using)
+    fields, using = api.job_fields(target, ({},), None, JobSpec(using=using))
     fields.update(blocked=Blocked.AFTER, waiting_for=1)
     return api.store(rows.build(fields, using), fields, using)[0]

@@ -63,6 +63,13 @@ def test_an_option_the_function_does_not_take_is_refused(function, allowed, opti
         JobSpec.of(function, (1,), {option: True}, allowed)
 
 
+def test_enqueue_many_says_what_to_use_instead_of_an_option_it_does_not_take():
+    with pytest.raises(
+        UnknownOption, match=r"^enqueue_many\(\) has no option unique_key\. .* use enqueue\(\)"
+    ):
+        enqueue_many(jobs.add, [(1, 2)], unique_key="k")
+
+
 def columns(spec, job=jobs.send_email):
     return spec.columns(resolve(job), ["a@example.com"], {}, reject_nul=False)
 

@@ -116,6 +116,7 @@ def enqueue_many(
     (a Batch or its id), or inside ``with batch(...)``, they join that batch; with `after`
     (or inside ``with after(...)``) each waits for those jobs, as enqueue()'s option says.
     """
+    spec = JobSpec.of("enqueue_many", (), options, ENQUEUE_MANY_OPTIONS)
     items = list(arguments)
     for index, item in enumerate(items):
         if not isinstance(item, tuple | list):
@@ -123,7 +124,6 @@ def enqueue_many(
                 f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
                 "positional arguments, such as (user_id,)."
             )
-    spec = JobSpec.of("enqueue_many", (), options, ENQUEUE_MANY_OPTIONS)
     registered = registry.resolve(job)
     if registered.options.concurrency_key is not None:  # a key per item: made as prepare() makes it
         jobs = []

@@ -174,6 +174,11 @@ def _first(*values: Any) -> Any:
 def _refuse_unknown_options(function: str, args: tuple, unknown: dict[str, Any]) -> None:
     """Say how to pass a job's keyword arguments when they were given as options."""
     names = ", ".join(sorted(unknown))
+    if function == "enqueue_many":  # it takes no kwargs=: its jobs have positional arguments only
+        raise UnknownOption(
+            f"enqueue_many() has no option {names}. For jobs with keyword arguments or this option, "
+            "use enqueue(), or prepare() and bulk_enqueue()."
+        )
     given = ", ".join(
         [*(repr(a) for a in args[:3]), f"kwargs={{{', '.join(f'{k!r}: ...' for k in unknown)}}}"]
     )

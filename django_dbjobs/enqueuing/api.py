@@ -1,8 +1,8 @@
 """enqueue(), aenqueue() and prepare(): put jobs in the table (bulk.py: many at once).
 
 A job's own keyword arguments go in ``kwargs={...}``; every other keyword is an
-enqueue option. So a job with a parameter called ``queue`` or ``priority`` can never
-have it mistaken for an option.
+enqueue option, a field of the JobSpec (spec.py) each call builds. So a job with a
+parameter called ``queue`` or ``priority`` can never have it mistaken for an option.
 """
 
 from __future__ import annotations

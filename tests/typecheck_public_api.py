@@ -2,7 +2,17 @@
 
 from typing_extensions import assert_type
 
-from django_dbjobs import JobFunction, aenqueue, after, batch, current_job, enqueue, enqueue_many, job
+from django_dbjobs import (
+    JobFunction,
+    aenqueue,
+    after,
+    batch,
+    current_job,
+    enqueue,
+    enqueue_many,
+    job,
+    prepare,
+)
 from django_dbjobs.models import Batch, Job
 from django_dbjobs.testing import CapturedJobs, capture_jobs, run_jobs
 
@@ -28,6 +38,9 @@ assert_type(enqueue(plain, 1, queue="emails", delay=5), Job)
 assert_type(enqueue("shop.jobs.plain", 1), Job)
 assert_type(plain.enqueue(1), Job)
 assert_type(enqueue_many(plain, [(1,), (2,)]), list[Job])
+assert_type(enqueue_many(plain, [(1,)], priority=3, batch_size=10), list[Job])
+assert_type(prepare(plain, 1, queue="emails", unique_key="k"), Job)
+assert_type(plain.enqueue(1, kwargs={}, after_failure="run"), Job)
 assert_type(current_job(), Job | None)
 assert_type(run_jobs(["emails"], include_scheduled=True), list[Job])
 with capture_jobs() as captured:

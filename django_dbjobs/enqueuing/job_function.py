@@ -11,29 +11,42 @@ from ..registry import add
 from ..registry.registered import JobOptions, RegisteredJob
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's from Python 3.11
+
     from ..models import Job
+    from .spec import EnqueueManyOptions, EnqueueOptions
 
 
 class JobFunction(RegisteredJob):
     """A registered job: call it to run it now, or `.enqueue(...)` to run it later."""
 
-    def enqueue(self, *args: Any, **options: Any) -> Job:
+    def enqueue(
+        self, *args: Any, kwargs: dict[str, Any] | None = None, **options: Unpack[EnqueueOptions]
+    ) -> Job:
         """Enqueue this job; see django_dbjobs.enqueue() for the options."""
         from .api import enqueue
 
-        return enqueue(self, *args, **options)
+        return enqueue(self, *args, kwargs=kwargs, **options)
 
-    def enqueue_many(self, arguments: Iterable[tuple | list], **options: Any) -> list[Job]:
+    def enqueue_many(
+        self,
+        arguments: Iterable[tuple | list],
+        *,
+        batch_size: int = 1000,
+        **options: Unpack[EnqueueManyOptions],
+    ) -> list[Job]:
         """Enqueue this job once per tuple of positional arguments; see django_dbjobs.enqueue_many()."""
         from .bulk import enqueue_many
 
-        return enqueue_many(self, arguments, **options)
+        return enqueue_many(self, arguments, batch_size=batch_size, **options)
 
-    async def aenqueue(self, *args: Any, **options: Any) -> Job:
+    async def aenqueue(
+        self, *args: Any, kwargs: dict[str, Any] | None = None, **options: Unpack[EnqueueOptions]
+    ) -> Job:
         """Enqueue this job from async code; see django_dbjobs.aenqueue()."""
         from .api import aenqueue
 
-        return await aenqueue(self, *args, **options)
+        return await aenqueue(self, *args, kwargs=kwargs, **options)
 
 
 @overload

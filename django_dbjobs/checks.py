@@ -10,7 +10,7 @@ from django.utils.module_loading import import_string
 
 from . import db
 from .conf import DEFAULTS, settings
-from .db import migration_history
+from .db import migration_history, support
 from .enqueuing import validation
 from .flow import rates
 from .models.job import MAX_PRIORITY, MIN_PRIORITY
@@ -394,13 +394,13 @@ def sqlite_warnings(databases: dict[str, dict]) -> list[checks.Warning]:
     for alias, settings_dict in databases.items():
         if not settings_dict["ENGINE"].endswith("sqlite3"):
             continue
-        missing = db.sqlite_settings_problems(settings_dict)
+        missing = support.sqlite_settings_problems(settings_dict)
         if missing:
             warnings.append(
                 checks.Warning(
                     f"SQLite database {alias!r} is missing {' and '.join(missing)} in OPTIONS; "
                     "enqueues and claims may fail with 'database is locked'.",
-                    hint=f'Add to DATABASES[{alias!r}]: "OPTIONS": {db.SQLITE_RECOMMENDED_OPTIONS!r}',
+                    hint=f'Add to DATABASES[{alias!r}]: "OPTIONS": {support.SQLITE_RECOMMENDED_OPTIONS!r}',
                     id="dbjobs.W001",
                 )
             )
@@ -412,10 +412,11 @@ def check_databases(app_configs=None, databases=None, **kwargs):
     errors = []
     for alias in databases or []:
         connection = connections[alias]
-        if connection.vendor == "sqlite" and db.sqlite_version() < db.MIN_SQLITE_VERSION:
+        version = support.sqlite_version()
+        if connection.vendor == "sqlite" and version < support.MIN_SQLITE_VERSION:
             errors.append(
                 checks.Error(
-                    f"Database {alias!r} uses SQLite {'.'.join(map(str, db.sqlite_version()))}, which has "
+                    f"Database {alias!r} uses SQLite {'.'.join(map(str, version))}, which has "
                     "no UPDATE ... RETURNING; the worker's claim needs it.",
                     hint="Use SQLite 3.35 or newer (Python's sqlite3 module is linked against it).",
                     id="dbjobs.E015",

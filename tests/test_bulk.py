@@ -179,10 +179,10 @@ def test_bulk_enqueue_refuses_a_missing_json_value_as_save_does():
 
 @pytest.mark.django_db
 def test_enqueue_many_splits_a_statement_whose_column_text_would_be_too_large(monkeypatch):
-    from django_dbjobs.enqueuing import inserts
+    from django_dbjobs.db import insert_rows
 
     statements = []
-    monkeypatch.setattr(inserts, "MAX_ARRAY_TEXT", 40)  # a few jobs' arguments at most
+    monkeypatch.setattr(insert_rows, "MAX_ARRAY_TEXT", 40)  # a few jobs' arguments at most
     with connection.execute_wrapper(
         lambda execute, sql, *rest: statements.append(sql) or execute(sql, *rest)
     ):
@@ -208,7 +208,7 @@ def test_every_path_stores_arguments_that_exact_lookups_find():
 
 @pytest.mark.django_db
 def test_statements_are_worked_out_once():
-    from django_dbjobs.enqueuing import insert_sql
+    from django_dbjobs.db import insert_sql
 
     enqueue(jobs.echo, 1)
     enqueue_many(jobs.echo, [(1,), (2,)])

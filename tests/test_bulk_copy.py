@@ -1,4 +1,4 @@
-"""Many rows at once: on PostgreSQL they go in by COPY (enqueuing/copy_rows.py), elsewhere by the
+"""Many rows at once: on PostgreSQL they go in by COPY (db/copy_rows.py), elsewhere by the
 multi-row INSERT; either way a row is exactly what save() writes, and prepare()'s jobs changed
 after it are stored as changed."""
 
@@ -9,7 +9,8 @@ from django.db import DataError, connection, transaction
 from django.utils import timezone
 
 from django_dbjobs import bulk_enqueue, db, enqueue_many, prepare
-from django_dbjobs.enqueuing import copy_rows
+from django_dbjobs.db import copy_rows
+from django_dbjobs.enqueuing import inserts
 from django_dbjobs.models import Job, JobStatus
 from tests import jobs
 from tests.test_bulk import stored
@@ -93,7 +94,7 @@ def test_enqueue_many_by_copy_gives_back_the_rows_clock_and_ids_in_order(copies)
 @pytest.mark.django_db
 def test_enqueue_many_builds_its_jobs_a_chunk_at_a_time_as_copy_sends_them(copies, monkeypatch):
     built_during_copy = []
-    real_build = copy_rows.build_many
+    real_build = inserts.build_many
 
     def build(*args):
         if connection.vendor == "postgresql":
@@ -104,12 +105,12 @@ def test_enqueue_many_builds_its_jobs_a_chunk_at_a_time_as_copy_sends_them(copie
             )
         return real_build(*args)
 
-    monkeypatch.setattr(copy_rows, "build_many", build)
-    count = 2 * copy_rows.BUILT_AT_ONCE + 7
+    monkeypatch.setattr(inserts, "build_many", build)
+    count = 2 * inserts.BUILT_AT_ONCE + 7
     created = enqueue_many(jobs.add, [(i, -i) for i in range(count)])
     if expect_copy():
         assert copies == [count]
-        assert copies.chunks == [copy_rows.BUILT_AT_ONCE, copy_rows.BUILT_AT_ONCE, 7]
+        assert copies.chunks == [inserts.BUILT_AT_ONCE, inserts.BUILT_AT_ONCE, 7]
         assert built_during_copy == [True, True, True], "each chunk built with the COPY under way"
     assert len({job.pk for job in created}) == count
     assert [job.pk for job in created] == sorted(job.pk for job in created), "ids in order, across chunks"
@@ -128,7 +129,7 @@ def test_an_error_while_a_later_chunk_is_built_stores_none_of_the_call_and_nothi
     the caller's own write before it stays, and the connection works on."""
     if not expect_copy():
         pytest.skip("the jobs are built during a COPY on PostgreSQL only")
-    real_build, calls = copy_rows.build_many, []
+    real_build, calls = inserts.build_many, []
 
     def build(*args):
         calls.append(1)
@@ -136,15 +137,15 @@ def test_an_error_while_a_later_chunk_is_built_stores_none_of_the_call_and_nothi
             raise MemoryError("while the COPY runs")
         return real_build(*args)
 
-    monkeypatch.setattr(copy_rows, "build_many", build)
+    monkeypatch.setattr(inserts, "build_many", build)
     with transaction.atomic():
         kept = enqueue_many(jobs.add, [(0, 0)] * MANY)  # before: by COPY too, in one chunk
         calls.clear()
         with pytest.raises(MemoryError, match="while the COPY runs"):
-            enqueue_many(jobs.add, [(i, i) for i in range(copy_rows.BUILT_AT_ONCE + 1)])
+            enqueue_many(jobs.add, [(i, i) for i in range(inserts.BUILT_AT_ONCE + 1)])
     assert len(calls) == 2, "the first chunk was built and written"
     assert set(Job.objects.values_list("id", flat=True)) == {job.pk for job in kept}
-    monkeypatch.setattr(copy_rows, "build_many", real_build)
+    monkeypatch.setattr(inserts, "build_many", real_build)
     assert len(enqueue_many(jobs.add, [(1, 1)] * MANY)) == MANY  # the connection works on
     assert Job.objects.count() == 2 * MANY
 
@@ -163,7 +164,7 @@ def test_init_signal_receivers_run_before_the_copy_and_may_query(copies):
 
     post_init.connect(receiver, sender=Job)
     try:
-        created = enqueue_many(jobs.add, [(i, i) for i in range(copy_rows.BUILT_AT_ONCE + 1)])
+        created = enqueue_many(jobs.add, [(i, i) for i in range(inserts.BUILT_AT_ONCE + 1)])
     finally:
         post_init.disconnect(receiver, sender=Job)
     assert seen == [0]

@@ -96,11 +96,12 @@ def test_sqlite_too_old_for_the_claim_is_an_error_at_start(monkeypatch):
     from django.db import connection
 
     from django_dbjobs import db
+    from django_dbjobs.db import support
     from django_dbjobs.exceptions import UnsupportedDatabase
 
     if connection.vendor != "sqlite":
         pytest.skip("the SQLite library version matters only for SQLite databases")
-    monkeypatch.setattr(db, "sqlite_version", lambda: (3, 34, 1))
+    monkeypatch.setattr(support, "sqlite_version", lambda: (3, 34, 1))
     (error,) = check_databases(databases=["default"])
     assert error.id == "dbjobs.E015" and "3.34.1" in error.msg
     with pytest.raises(UnsupportedDatabase, match="3.35"):

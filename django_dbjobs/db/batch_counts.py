@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connections
 
-from .claims import NOW_SQL
+from .clock import NOW_SQL
 
 
 def add_to_batch(model, using: str, batch_id: str, succeeded: int, failed: int, total: int) -> bool:

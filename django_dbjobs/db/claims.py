@@ -14,15 +14,12 @@ from django.utils import timezone
 
 from ..conf import settings
 from . import direct
+from .clock import NOW_SQL
+from .index_hints import on_index
+from .indexes import ReadyJobsIndex
 from .rows_read import jobs_from_cursor, jobs_from_rows
 
-NOW_SQL = {
-    "postgresql": "STATEMENT_TIMESTAMP()",
-    "mysql": "CURRENT_TIMESTAMP(6)",
-    "sqlite": "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')",
-}
-#: How a JSON text parameter is written into an INSERT.
-JSON_PLACEHOLDER = {"postgresql": "%s::jsonb", "mysql": "%s", "sqlite": "%s"}
+#: worker_ids with one more worker appended (the parameter).
 APPEND_SQL = {
     "postgresql": "worker_ids || jsonb_build_array(%s::text)",
     "mysql": "JSON_ARRAY_APPEND(worker_ids, '$', %s)",
@@ -101,8 +98,6 @@ def _pin_claim_index(sql: str, model, using: str) -> str:
     only the jobs it takes.
     PostgreSQL has no index hints (claim_jobs() says how its plan is kept).
     """
-    from . import ReadyJobsIndex, on_index
-
     index = next(index.name for index in model._meta.indexes if isinstance(index, ReadyJobsIndex))
     return on_index(sql, connections[using], model._meta.db_table, index)
 

@@ -6,7 +6,7 @@ import json
 
 from django.db import connections, models
 
-from .claims import NOW_SQL
+from .clock import NOW_SQL
 
 
 class WithoutLastWorker(models.Func):

@@ -18,6 +18,7 @@ from django.db import (
     NotSupportedError,
     OperationalError,
     ProgrammingError,
+    connections,
 )
 
 
@@ -51,6 +52,11 @@ _MYSQL_DATA = {
 }
 _MYSQL_SETUP = {1049, 1054, 1146}  # unknown database, unknown column, no such table
 _SQLITE_SETUP = ("no such table", "no such column", "has no column named")
+
+
+def error_kind(exc: BaseException, using: str = "default") -> ErrorKind:
+    """Whether `exc` is an outage (wait it out), bad data (fail one job) or a setup error."""
+    return classify(exc, connections[using].vendor)
 
 
 def classify(exc: BaseException, vendor: str) -> ErrorKind:

@@ -1,6 +1,6 @@
 """Riding out database outages: retry with a growing pause instead of crashing.
 
-Only outages are waited out (db.error_kind(): the server went away, a lock timeout,
+Only outages are waited out (errors.error_kind(): the server went away, a lock timeout,
 a deadlock, a serialization failure). An error caused by a value is raised to the
 caller, which fails the one job it belongs to; a missing table or column is raised
 as MissingMigrations. Every pause ends early when the worker is told to stop at once.
@@ -16,8 +16,8 @@ from typing import TypeVar
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from .. import db
 from ..exceptions import MissingMigrations
+from .errors import ErrorKind, error_kind
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -66,17 +66,17 @@ class Outage:
             try:
                 result = action()
             except (DatabaseError, InterfaceError) as exc:
-                kind = db.error_kind(exc, self.using)
-                if kind is db.ErrorKind.OUTAGE:
+                kind = error_kind(exc, self.using)
+                if kind is ErrorKind.OUTAGE:
                     _close(self.using)  # opened again on next use; it may be dead or mid-transaction
                 else:
                     close_broken_connections()
-                if kind is db.ErrorKind.SETUP:
+                if kind is ErrorKind.SETUP:
                     raise MissingMigrations(
                         f"The database {self.using!r} is missing django_dbjobs tables or columns "
                         f"({exc}). Run `python manage.py migrate`."
                     ) from exc
-                if kind is not db.ErrorKind.OUTAGE:
+                if kind is not ErrorKind.OUTAGE:
                     raise
                 pause = self.pause
                 self.pause = min(pause * 2, MAX_PAUSE)

@@ -9,12 +9,13 @@ from django.db import connections, router, transaction
 from django.db.models.signals import post_init, pre_init
 
 from .. import db, registry
+from ..db import copy_rows
 from ..exceptions import InvalidJob, InvalidJobArguments
 from ..flow import keys
 from ..models import Blocked, Job
 from ..models.states import rated_queues
 from ..signals import has_receivers
-from . import copy_rows, inserts, rows, validation, workflow_cycles, workflow_options
+from . import inserts, rows, validation, workflow_cycles, workflow_options
 from .api import JobTarget, _enqueued, common_fields, prepared
 from .clock_once import clock_values
 from .spec import ENQUEUE_MANY_OPTIONS, EnqueueManyOptions, JobSpec
@@ -176,7 +177,7 @@ def _build_and_insert(
     texts: dict,
 ) -> list[Job]:
     """rows.build_many() then inserts.insert(); by COPY (PostgreSQL), the jobs are built a
-    chunk at a time while the server stores the rows before (copy_rows.build_and_copy()),
+    chunk at a time while the server stores the rows before (inserts.build_and_copy()),
     unless Job has init signal receivers: user code, which must not run while the COPY
     holds the connection (a query of its own there would wait for it forever)."""
     connection = connections[using]
@@ -186,6 +187,6 @@ def _build_and_insert(
         return jobs
     with transaction.mark_for_rollback_on_error(using):
         clock, shape = clock_values(connection, inserts.made_shape(given, shared))
-        jobs = copy_rows.build_and_copy(connection, {**common, **clock}, each, shape, texts, inserts.db_param)
+        jobs = inserts.build_and_copy(connection, {**common, **clock}, each, shape, texts)
     inserts.stored(jobs, using)
     return jobs

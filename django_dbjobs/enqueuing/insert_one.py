@@ -3,7 +3,7 @@
 One job per transaction is the most common enqueue, and its cost beside the database's
 own work is Python: between two round trips (the statement, then the commit's flush)
 the interpreter runs cold, so every step counts several times over. This path takes
-the fewest: one statement per set of given fields, made once, with every field left at
+the fewest: one statement per set of given fields, made once (db/insert_sql.py), with every field left at
 its constant default (empty keyword arguments included) written in as a literal and the
 job's own values as parameters; it runs through db/direct.py (libpq on PostgreSQL, as a
 prepared statement where the project allows them: db/prepared.py; the backend's own cursor
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from django.db import connections
 
-from ..db import direct
+from ..db import direct, insert_sql
+from ..db.insert_rows import db_param, set_returned
 from ..models import Job
-from . import insert_sql
-from .inserts import db_param, save_receivers, set_returned
+from .inserts import save_receivers
 from .rows import field_specs
 
 _statements: dict[tuple, tuple] = {}
@@ -52,5 +52,5 @@ def insert(instance: Job, given: frozenset, using: str) -> bool:
 def _statement(connection, given: frozenset) -> tuple:
     """(SQL, the fields sent as parameters, the columns read back) for jobs given these fields."""
     shape = tuple("p" if spec.attname in given else spec.unset for spec in field_specs())
-    plan = insert_sql.plan(connection.alias, shape, many=False)
+    plan = insert_sql.plan(connection.alias, Job, field_specs(), shape, many=False)
     return plan.head + "".join(plan.row) + plan.tail, plan.params, plan.returning

@@ -75,7 +75,7 @@ class StopSignals:
         self._previous.clear()
 
     def _wait(self) -> None:
-        supervisor = _supervisor_pid()
+        supervisor = supervisor_pid()
         while not self._done:
             if supervisor is None or not hasattr(signal, "sigwaitinfo"):
                 signum, sender = signal.sigwait(TAKEN_SIGNALS), None
@@ -104,7 +104,14 @@ class StopSignals:
         self.on_signal(_STOP_FOR.get(signum, signum))
 
 
-def _supervisor_pid() -> int | None:
-    from .supervisor import supervisor_pid
+_parent: list[int | None] = []
 
-    return supervisor_pid()
+
+def supervisor_pid() -> int | None:
+    """The pid of this process's supervisor (``run_jobs --processes``), or None; read once,
+    then removed from the environment, so that a run_jobs a job starts is not taken for a
+    child of it. Here, not in supervisor.py: a child takes its stop signals from it alone."""
+    if not _parent:
+        value = os.environ.pop("DBJOBS_SUPERVISOR_PID", "")
+        _parent.append(int(value) if value.isdigit() else None)
+    return _parent[0]

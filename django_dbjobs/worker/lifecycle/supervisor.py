@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .stop_signals import FORWARDED, forwarded
+from .stop_signals import FORWARDED, forwarded, supervisor_pid
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -166,18 +166,6 @@ class Supervisor:
         for child in self.children:
             if not child.done and child.restart_at is not None and now >= child.restart_at:
                 self._start(child)
-
-
-_parent: list[int | None] = []
-
-
-def supervisor_pid() -> int | None:
-    """The pid of this process's supervisor, or None; read once, then removed from the
-    environment, so that a run_jobs a job starts is not taken for a child of it."""
-    if not _parent:
-        value = os.environ.pop("DBJOBS_SUPERVISOR_PID", "")
-        _parent.append(int(value) if value.isdigit() else None)
-    return _parent[0]
 
 
 def gone(parent: int | None) -> bool:

@@ -1,5 +1,5 @@
-"""The SQL of the fast INSERTs (inserts.py runs it): one statement per database, row count
-and shape of row, worked out once.
+"""The SQL of the fast INSERTs (insert_rows.py runs it): one statement per database, row
+count and shape of row, worked out once.
 
 A column still at its default is a literal in the SQL; only the job's own values are
 parameters. Many rows: PostgreSQL gets one array per column (``INSERT ... SELECT ... FROM
@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from django.db import connections
 
-from .. import db
-from ..models import Job
-from .rows import FieldSpec, field_specs
+#: How a JSON text parameter is written into an INSERT.
+JSON_PLACEHOLDER = {"postgresql": "%s::jsonb", "mysql": "%s", "sqlite": "%s"}
 
 
 @dataclass(frozen=True)
@@ -43,10 +42,17 @@ class Plan:
 _plans: dict[tuple, Plan] = {}
 
 
-def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
-    """The statement for rows of this shape (see rows.field_specs()); `json_rows` False
-    asks SQLite for a VALUES list (json_safe())."""
-    key = (using, shape, many, json_rows)
+def plan(using: str, model, specs: list, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
+    """The INSERT into `model`'s table of rows of this shape; `json_rows` False asks SQLite
+    for a VALUES list (json_safe()).
+
+    `specs` describe the model's concrete fields, in order (enqueuing/rows.py
+    field_specs(): each with its field, attname, default, and whether it is JSON or text);
+    `shape` says, per field, how its value reaches the row: 'd' filled in by the database
+    (read back), 'c' its constant default (a literal in the SQL), 's' one value shared by
+    every row (a parameter per statement), 'p' a parameter per row.
+    """
+    key = (using, model, shape, many, json_rows)
     found = _plans.get(key)
     if found is not None:
         return found
@@ -55,9 +61,9 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
     json_rows = json_rows and many and connection.vendor == "sqlite"
     quote_name = connection.ops.quote_name
     quote = connection.schema_editor().quote_value
-    json_placeholder = db.JSON_PLACEHOLDER[connection.vendor]
+    json_placeholder = JSON_PLACEHOLDER[connection.vendor]
     columns, values, params, returning, arrays, shared = [], [], [], [], [], []
-    for spec, kind in zip(field_specs(), shape, strict=True):
+    for spec, kind in zip(specs, shape, strict=True):
         field = spec.field
         if kind == "d":
             converters = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
@@ -74,7 +80,7 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
         elif kind == "s" and connection.vendor == "mysql":
             # MySQLdb sends no parameters: it writes each into the statement, escaped by
             # the connection's literal(). A value every row shares is written in once per
-            # statement by that same function (inserts.py), not escaped again for every row.
+            # statement by that same function (insert_rows.py), not escaped again for every row.
             values.append(spec)
         elif unnest:
             # JSON and text columns travel as one JSON array each (made by the json module,
@@ -97,7 +103,7 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
         else:
             values.append(json_placeholder if spec.is_json else "%s")
             params.append(spec)
-    table = quote_name(Job._meta.db_table)
+    table = quote_name(model._meta.db_table)
     tail = ""
     if returning:
         tail = " RETURNING " + ", ".join(quote_name(field.column) for field, _c in returning)
@@ -129,7 +135,16 @@ def plan(using: str, shape: tuple, many: bool, json_rows: bool = True) -> Plan:
     return plan
 
 
-def json_safe(plan: Plan, group: list[Job], skip: frozenset = frozenset()) -> bool:
+def reads_clock_back(connection, rows: int) -> bool:
+    """Whether the INSERT of `rows` rows reads the database-filled columns (the clock) back
+    itself: one row (``RETURNING``), or many on PostgreSQL (once, in the same statement:
+    see plan()). Elsewhere the caller reads the clock first and sends it as a value every
+    row shares (enqueuing/clock_once.py): ``RETURNING`` from every row costs a multi-row
+    INSERT about a third of its time."""
+    return rows == 1 or connection.vendor == "postgresql"
+
+
+def json_safe(plan: Plan, group: list, skip: frozenset = frozenset()) -> bool:
     """Whether SQLite's JSON functions give back every per-row value of `group` unchanged
     (the fields named in `skip` are known to be safe: values this package made).
 
@@ -158,7 +173,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _literal(spec: FieldSpec, quote) -> str:
+def _literal(spec, quote) -> str:
     """SQL text for a constant default: None, a boolean, an integer, a string, or JSON."""
     value = spec.default
     if value is None:

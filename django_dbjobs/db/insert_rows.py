@@ -1,0 +1,161 @@
+"""Running insert_sql.py's statements: each row's values as parameters, in chunks the
+database takes, and the columns read back (``RETURNING``) set on the instances.
+
+enqueuing/inserts.py decides which rows go in together and how (shape, clock, COPY);
+insert() here writes one such group.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from typing import Any
+
+from . import insert_sql
+
+_PLAIN = (str, int, type(None))
+
+
+def insert(
+    connection,
+    model,
+    specs: list,
+    shape: tuple,
+    group: list,
+    batch_size: int,
+    texts: dict | None,
+    made: frozenset,
+) -> None:
+    """INSERT the unsaved instances of `group`, all of `shape` (see insert_sql.plan()), at most
+    `batch_size` a statement (fewer where the database limits the parameters); read back
+    what the database filled in. `texts` holds, for JSON fields, each instance's value
+    already as JSON text, in the order of `group`; `made` names the fields whose values
+    this package made (plain ASCII: json_safe() need not look at them).
+    """
+    using = connection.alias
+    plan = insert_sql.plan(using, model, specs, shape, many=len(group) > 1)
+    if plan.json_rows and not insert_sql.json_safe(plan, group, skip=made):
+        plan = insert_sql.plan(using, model, specs, shape, many=True, json_rows=False)
+    size = batch_size
+    if connection.features.max_query_params and plan.params and not plan.json_rows:
+        size = max(1, min(size, connection.features.max_query_params // len(plan.params)))
+    for start in range(0, len(group), size):
+        _execute(connection, plan, group[start : start + size], texts, start)
+
+
+def _driver_literal(connection):
+    """MySQL: a value as MySQLdb writes a parameter into a statement (its literal()), ``%``
+    doubled as the statement is formatted with the parameters after."""
+    raw = connection.connection
+
+    def literal(value: Any) -> str:
+        text = raw.literal(value)
+        return (text.decode() if isinstance(text, bytes) else text).replace("%", "%%")
+
+    return literal
+
+
+def db_param(connection, spec, value: Any) -> Any:
+    """`value` of the field `spec` describes as the parameter the INSERT sends (JSON as its text)."""
+    if spec.is_json:
+        return None if value is None else json.dumps(value)
+    if type(value) in _PLAIN:
+        return value
+    return spec.field.get_db_prep_save(value, connection)
+
+
+def _values(connection, spec, chunk: list) -> list:
+    """One column of a chunk, each value as a parameter (text as it is: no call per row)."""
+    values = list(map(operator.attrgetter(spec.attname), chunk))
+    if spec.is_text:
+        return [v if type(v) in _PLAIN else db_param(connection, spec, v) for v in values]
+    return [db_param(connection, spec, v) for v in values]
+
+
+def _column(connection, spec, chunk: list, texts: dict | None, start: int) -> Any:
+    """PostgreSQL: one column of a chunk as the parameter insert_sql.plan() expects (see there)."""
+    if spec.is_json:
+        if texts and spec.attname in texts:
+            return f"[{','.join(texts[spec.attname][start : start + len(chunk)])}]"
+        return json.dumps([getattr(job, spec.attname) for job in chunk])
+    if spec.is_text:
+        values = [getattr(job, spec.attname) for job in chunk]
+        # Characters as they are, not \u escapes: jsonb refuses those above U+007F when
+        # the server's encoding is not UTF8; the text itself goes through the client's.
+        return json.dumps(
+            [v if type(v) in _PLAIN else db_param(connection, spec, v) for v in values], ensure_ascii=False
+        )
+    return [db_param(connection, spec, getattr(job, spec.attname)) for job in chunk]
+
+
+#: Largest JSON array text of one statement's parameter: a PostgreSQL jsonb value holds at
+#: most 256 MiB (of its binary form, larger than the text for small elements), a SQLite
+#: string 1 GB, and a chunk of jobs near DBJOBS_MAX_PAYLOAD_BYTES can exceed either.
+MAX_ARRAY_TEXT = 32 * 1024 * 1024
+
+
+def _execute(
+    connection, plan: insert_sql.Plan, chunk: list, texts: dict | None = None, start: int = 0
+) -> None:
+    first = chunk[0]
+    if plan.unnest:
+        params = [db_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
+        params += [_column(connection, spec, chunk, texts, start) for spec in plan.params]
+        sql = plan.head + plan.tail
+    else:
+        columns = [
+            texts[spec.attname][start : start + len(chunk)]
+            if texts and spec.attname in texts
+            else _values(connection, spec, chunk)
+            for spec in plan.params
+        ]
+        if len(plan.row) == 1:  # nothing written in per statement: the row is fixed text
+            row_sql = plan.row[0]
+        else:
+            literal = _driver_literal(connection)
+            row_sql = "".join(
+                part
+                if isinstance(part, str)
+                else literal(db_param(connection, part, getattr(first, part.attname)))
+                for part in plan.row
+            )
+        if plan.json_rows:
+            params = [db_param(connection, spec, getattr(first, spec.attname)) for spec in plan.shared]
+            params.append(json.dumps(list(zip(*columns, strict=True))))
+            sql = plan.head + row_sql + plan.tail
+        else:
+            params = [value for row in zip(*columns, strict=True) for value in row]
+            sql = plan.head + ", ".join([row_sql] * len(chunk)) + plan.tail
+    if (plan.unnest or plan.json_rows) and len(chunk) > 1:
+        if any(isinstance(param, str) and len(param) > MAX_ARRAY_TEXT for param in params):
+            half = len(chunk) // 2  # one JSON text too large for the database: halve the chunk
+            _execute(connection, plan, chunk[:half], texts, start)
+            _execute(connection, plan, chunk[half:], texts, start + half)
+            return
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if not plan.returning:
+            return
+        rows = cursor.fetchall()
+    if plan.unnest:  # the one clock of the statement (see insert_sql.plan())
+        rows = rows * len(chunk)
+    for instance, row in zip(chunk, rows, strict=True):
+        set_returned(connection, instance, plan.returning, row)
+
+
+def set_returned(connection, instance, returning: list, row) -> None:
+    """Set the columns an INSERT read back (``RETURNING``): (field, converters) and their values.
+
+    A value read back twice with the same converters (``run_at`` and ``enqueued_at`` are
+    the same database clock) is converted once (on SQLite, a parse of its text).
+    """
+    last = None
+    for (field, converters), value in zip(returning, row, strict=True):
+        if last is not None and type(last[0]) is type(value) and last[0] == value and last[1] == converters:
+            setattr(instance, field.attname, last[2])
+            continue
+        raw = value
+        for converter in converters:
+            value = converter(value, field.cached_col, connection)
+        last = (raw, converters, value)
+        setattr(instance, field.attname, value)

@@ -9,6 +9,8 @@ from ..exceptions import InvalidJob
 from ..flow import keys
 from ..registry import add
 from ..registry.registered import JobOptions, RegisteredJob
+from .api import aenqueue, enqueue
+from .bulk import enqueue_many
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's from Python 3.11
@@ -24,8 +26,6 @@ class JobFunction(RegisteredJob):
         self, *args: Any, kwargs: dict[str, Any] | None = None, **options: Unpack[EnqueueOptions]
     ) -> Job:
         """Enqueue this job; see django_dbjobs.enqueue() for the options."""
-        from .api import enqueue
-
         return enqueue(self, *args, kwargs=kwargs, **options)
 
     def enqueue_many(
@@ -36,16 +36,12 @@ class JobFunction(RegisteredJob):
         **options: Unpack[EnqueueManyOptions],
     ) -> list[Job]:
         """Enqueue this job once per tuple of positional arguments; see django_dbjobs.enqueue_many()."""
-        from .bulk import enqueue_many
-
         return enqueue_many(self, arguments, batch_size=batch_size, **options)
 
     async def aenqueue(
         self, *args: Any, kwargs: dict[str, Any] | None = None, **options: Unpack[EnqueueOptions]
     ) -> Job:
         """Enqueue this job from async code; see django_dbjobs.aenqueue()."""
-        from .api import aenqueue
-
         return await aenqueue(self, *args, kwargs=kwargs, **options)
 
 

@@ -17,6 +17,7 @@ from ..cron.expression import Cron, zone
 from ..exceptions import DbJobsError, InvalidSchedule
 from ..models import DefinedIn, Schedule
 from ..models.schedule import default_timezone
+from .definitions import settings_changes, settings_definitions
 
 #: The state of a DBJOBS_SCHEDULES entry no worker has synced into the table yet.
 NOT_SYNCED = "not synced yet: a worker syncs DBJOBS_SCHEDULES when it starts"
@@ -76,8 +77,6 @@ def _unsynced(synced: set[str]):
 
 def _changed_in_settings(schedules) -> set[str]:
     """Names of synced settings schedules whose DBJOBS_SCHEDULES entry has changed since."""
-    from .definitions import settings_changes, settings_definitions
-
     try:
         wanted = settings_definitions()
     except DbJobsError:  # an invalid setting: the system check says what, and no worker syncs it

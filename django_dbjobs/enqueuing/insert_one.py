@@ -3,11 +3,11 @@
 One job per transaction is the most common enqueue, and its cost beside the database's
 own work is Python: between two round trips (the statement, then the commit's flush)
 the interpreter runs cold, so every step counts several times over. This path takes
-the fewest: one statement per set of given fields, made once (db/insert_sql.py), with every field left at
-its constant default (empty keyword arguments included) written in as a literal and the
-job's own values as parameters; it runs through db/direct.py (libpq on PostgreSQL, as a
-prepared statement where the project allows them: db/prepared.py; the backend's own cursor
-elsewhere; Django's cursor where something watches queries).
+the fewest: one statement per set of given fields, made once (db/insert_sql.py), with
+every field left at its constant default (empty keyword arguments included) written in as
+a literal and the job's own values as parameters; it runs through db/direct.py (libpq on
+PostgreSQL, as a prepared statement where the project allows them: db/prepared.py; the
+backend's own cursor elsewhere; Django's cursor where something watches queries).
 
 Save signals (they need ``save()``) and MySQL, which cannot return the database's clock
 from an INSERT (MariaDB can: ``RETURNING``), take the usual way, inserts.insert().

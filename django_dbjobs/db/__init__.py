@@ -1,5 +1,4 @@
-"""Everything that differs by database, and nothing else; this module names what the rest
-of the package asks of it.
+"""Everything that differs by database, and nothing else: here, what the rest of the package asks of it.
 
 Each helper says which databases need it and why. Everything outside ``db/`` asks these
 helpers (or Django's feature flags) instead of looking at the vendor. The helpers live in

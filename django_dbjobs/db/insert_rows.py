@@ -1,8 +1,8 @@
-"""Running insert_sql.py's statements: each row's values as parameters, in chunks the
-database takes, and the columns read back (``RETURNING``) set on the instances.
+"""Running insert_sql.py's statements: rows as parameters, in chunks, and the columns read back.
 
-enqueuing/inserts.py decides which rows go in together and how (shape, clock, COPY);
-insert() here writes one such group.
+Each row's values become parameters, in chunks the database takes; what ``RETURNING``
+reads back is set on the instances. enqueuing/inserts.py decides which rows go in
+together and how (shape, clock, COPY); insert() here writes one such group.
 """
 
 from __future__ import annotations

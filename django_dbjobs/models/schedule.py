@@ -13,6 +13,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from ..exceptions import InvalidSchedule
 from .schedule_queryset import TIMING_FIELDS, ScheduleQuerySet
 from .states import MAX_PRIORITY, MIN_PRIORITY
 
@@ -183,8 +184,6 @@ class Schedule(models.Model):
         skips (or repeats) a due time that is about to fire.
         """
         if not django_settings.USE_TZ:
-            from ..exceptions import InvalidSchedule
-
             raise InvalidSchedule("Schedules need USE_TZ = True: their due times are stored in UTC.")
         update_fields = kwargs.get("update_fields")
         if update_fields is not None and set(update_fields) & set(TIMING_FIELDS):

@@ -6,12 +6,12 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from ..conf import settings
+
 
 class WorkerProcessQuerySet(models.QuerySet):
     def live(self) -> "WorkerProcessQuerySet":
         """Workers whose heartbeat is fresh (within DBJOBS_HEARTBEAT_TIMEOUT, by the database clock)."""
-        from ..conf import settings
-
         return self.filter(heartbeat_at__gte=Now() - datetime.timedelta(seconds=settings.HEARTBEAT_TIMEOUT))
 
 

@@ -17,6 +17,7 @@ from typing import TypeVar
 from django.apps import apps
 from django.utils.module_loading import autodiscover_modules, module_has_submodule
 
+from ..conf import settings
 from ..exceptions import UnknownJob
 from .registered import JobOptions, RegisteredJob
 
@@ -66,8 +67,6 @@ def lookup(name: str) -> RegisteredJob | None:
 def autodiscover() -> None:
     """Import the jobs and tasks modules of installed apps, and DBJOBS_JOB_MODULES."""
     global _discovered
-    from ..conf import settings
-
     autodiscover_modules(*AUTODISCOVER_MODULES)
     for module in settings.JOB_MODULES:
         importlib.import_module(module)
@@ -121,8 +120,6 @@ _import_errors_lock = threading.RLock()  # a job module may itself ask for the r
 
 def job_modules() -> list[str]:
     """The modules a worker imports to find jobs: apps' jobs and tasks modules, then DBJOBS_JOB_MODULES."""
-    from ..conf import settings
-
     found = [
         f"{config.name}.{name}"
         for config in apps.get_app_configs()

@@ -14,7 +14,7 @@ from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.management.worker_checks import without_unused_checks
 from django_dbjobs.operations import known_queues
-from django_dbjobs.worker.lifecycle import replacement, supervisor
+from django_dbjobs.worker.lifecycle import replacement, stop_signals, supervisor
 from django_dbjobs.worker.lifecycle.burst_progress import BurstProgress
 from django_dbjobs.worker.lifecycle.loop import Worker
 
@@ -113,7 +113,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
 
     def execute(self, *args, **options):
-        supervisor.supervisor_pid()  # read (and hidden from job code) before anything runs
+        stop_signals.supervisor_pid()  # read (and hidden from job code) before anything runs
         return super().execute(*args, **options)
 
     def run_from_argv(self, argv):

@@ -19,6 +19,7 @@ from django.db import DatabaseError, InterfaceError
 from ... import db
 from ...db.listen import Listen
 from ...enqueuing import wakeup
+from ...models import Job
 from .wake_event import WakeEvent
 
 logger = logging.getLogger("django_dbjobs")
@@ -169,8 +170,6 @@ class IdleWaiter:
                 changed = self._data_version is not None and version != self._data_version
                 self._data_version = version
                 return changed
-            from ...models import Job
-
             paused = self.paused()
             if paused and not self.queues:
                 # Telling a paused backlog from other work means reading each paused job:

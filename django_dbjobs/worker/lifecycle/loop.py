@@ -16,7 +16,7 @@ from ..claiming.prefetch import Prefetch
 from ..identity import Identity, new_worker_id
 from ..leases.sweep import Sweeper, orphans_may_exist
 from ..running import deadlines, stuck
-from . import idle_wait, shutdown, startup, supervisor
+from . import idle_wait, shutdown, startup, stop_signals, supervisor
 from .parts import assemble
 from .stop_signals import StopSignals
 from .wait_time import wait_time
@@ -70,7 +70,7 @@ class Worker:
         self.exit_status = 0
         #: A stop signal came (SIGTERM, SIGINT): after a stuck job, exit rather than start afresh.
         self.stop_signalled = False
-        self._parent = supervisor.supervisor_pid()  # a child of run_jobs --processes stops with it
+        self._parent = stop_signals.supervisor_pid()  # a child of run_jobs --processes stops with it
         self._scheduler = Scheduler(self.id, using) if scheduler else None
         self.parts = parts = assemble(
             self.identity,

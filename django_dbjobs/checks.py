@@ -436,18 +436,17 @@ def check_databases(app_configs=None, databases=None, **kwargs):
 
 
 def migration_history_errors(alias: str) -> list[checks.Error]:
-    """A database that applied only some of the development releases' migrations."""
+    """A database that applied only some of the development versions' migrations."""
     missing = migration_history.missing_replaced_migrations(alias)
     if not missing:
         return []
-    names = missing[0] if len(missing) == 1 else f"{missing[0]} to {missing[-1]}"
     return [
         checks.Error(
-            f"Database {alias!r} lacks django_dbjobs migrations {names} of a development release, "
-            "which this version cannot apply: one initial migration replaces them all.",
-            hint="Install the django-dbjobs version you upgraded from, run `python manage.py migrate "
-            "django_dbjobs`, then upgrade again (docs: Installation, 'Upgrading from a development "
-            "release').",
+            f"Database {alias!r} lacks django_dbjobs migrations {', '.join(missing)} of a development "
+            "version, which this version cannot apply: one initial migration replaces them all.",
+            hint="Install the django-dbjobs version you upgraded from (or, if it lacks them too, a later "
+            "development version that has them), run `python manage.py migrate django_dbjobs`, then "
+            "upgrade again (docs: Installation, 'Upgrading from a development release').",
             id="dbjobs.E030",
         )
     ]

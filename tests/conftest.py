@@ -83,6 +83,14 @@ def run_jobs():
 
 
 @pytest.fixture
+def chains(transactional_db):
+    """Migrate the app's tables afresh by one of its migration chains (tests/migration_chains.py)."""
+    from tests.migration_chains import fresh_tables
+
+    yield from fresh_tables()
+
+
+@pytest.fixture
 def record_file(tmp_path, monkeypatch):
     """A file that tests.jobs.record appends to, here and in subprocesses."""
     path = tmp_path / "record.txt"

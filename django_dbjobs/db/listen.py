@@ -136,7 +136,7 @@ class Listen:
     @property
     def queue_session(self) -> int | None:
         """The LISTEN session open now (a number no other session of this worker has), if it
-        hears of every queue paused or resumed (the trigger of migration 0006 fires); else None."""
+        hears of every queue paused or resumed (the queue trigger of triggers.py fires); else None."""
         return self.sessions if self.connection is not None and self.hears_queues else None
 
     def read(self) -> Heard:

@@ -54,7 +54,7 @@ def missing_replaced_migrations(using: str = "default") -> list[str]:
     neither: Django then drops our app from the plan, or runs the squashed migration
     over tables that exist, and only the release that shipped the missing migrations
     can apply them. The squashed migration counts as one of them when it has the name
-    of the first (0001_initial).
+    of the first (0001_initial). They come in the order it lists them: the order they ran.
     """
     applied = _applied(using)
     return [] if applied is None else _missing_replaced(applied, disk_migrations())
@@ -68,7 +68,7 @@ def _missing_replaced(applied: set[str], disk: dict[str, Migration]) -> list[str
             continue
         if name in applied or applied.intersection(replaced):
             missing += [replaced_name for replaced_name in replaced if replaced_name not in applied]
-    return sorted(missing)
+    return missing
 
 
 def pending_migrations(using: str = "default") -> list[str]:
@@ -97,7 +97,7 @@ def pending_migrations(using: str = "default") -> list[str]:
 def workers_may_start_without(migration: Migration) -> bool:
     """An index-only migration (online_index.is_index_only()), unless it says workers need
     it, or one that says they do not (``workers_need_it = False``: what it makes, workers
-    look for, as they do 0006's trigger)."""
+    look for, as they did the queue trigger that 0006 of the development versions made)."""
     if getattr(migration, "workers_need_it", None) is False:
         return True
     return is_index_only(migration)

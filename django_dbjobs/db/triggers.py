@@ -1,15 +1,15 @@
 """PostgreSQL's NOTIFY triggers, and the migration operations that create them: NotifyTriggers
-(jobs and schedules, migration 0001) and QueueTriggers (queues paused or resumed, 0006)."""
+(jobs and schedules) and QueueTriggers (queues paused or resumed), both in migration 0001."""
 
 from django.db import migrations
 
 #: The LISTEN channel (db/listen.py listens on it).
 CHANNEL = "dbjobs"
 
-# The SQL of migrations 0003 and 0005 of the development releases, unchanged, so a
-# database made by the initial migration has the same functions and triggers as one
-# made by those. Migrations run what is written here: change a trigger in a new
-# operation of a new migration, never by editing this text.
+# The SQL of the development versions' migrations (0003 and 0005 of the nine, 0006 of the
+# seven), unchanged, so a database made by the initial migration has the same functions
+# and triggers as one made by those. Migrations run what is written here: change a
+# trigger in a new operation of a new migration, never by editing this text.
 
 # A new job, or one READY again (a retry, a job given back): wake idle workers. Sent
 # from inside the enqueuing transaction, so it is delivered on commit and never on

@@ -1,21 +1,28 @@
 """The initial migration: every table, index and constraint, and PostgreSQL's NOTIFY triggers.
 
-It stands for the nine migrations of the development releases (0001_initial to
-0009_leaner_job_indexes, kept as tests/old_migrations) and makes what they made,
-directly: the same columns, indexes and constraints in the same order, the final indexes
-only (none made to be dropped), the same triggers. A database that applied all nine has
-it marked applied and changes nothing; a fresh one runs it, in one transaction where
-DDL is transactional. One that applied only some is refused by check dbjobs.E030
-(db/migration_history.py): only the release that shipped the rest can apply them.
+It stands for the migrations before 0.1.0: the nine of the development releases
+(0001_initial to 0009_leaner_job_indexes, kept as tests/old_migrations), which an
+earlier squash made one 0001_initial, and that one's six successors (0002_flow_control
+to 0007_dependency_uncounted_index; the seven kept as tests/seven_migrations). It makes
+what they made, directly: the same columns, indexes and constraints in the same order,
+the final indexes only (none made to be dropped), the same triggers. A database that
+applied them all has it marked applied and changes nothing; a fresh one runs it, in one
+transaction where DDL is transactional. One that applied only some (stopped at 0003,
+say, or at the nine) is refused by check dbjobs.E030 (db/migration_history.py): only a
+version that shipped the rest can apply them.
 
-Named 0001_initial like the first of the nine, so `replaces` lists the other eight: a
-migration that replaces itself is refused by Django 6.1 ("Cyclical squash replacement")
-and dropped from the graph by Django 5.2, leaving the app with no migration at all.
+Named 0001_initial like the first of each chain, so `replaces` lists the fourteen
+others: a migration that replaces itself is refused by Django 6.1 ("Cyclical squash
+replacement") and dropped from the graph by Django 5.2, leaving the app with no
+migration at all. Both chains record 0001_initial applied, so the name stands for
+itself wherever they ran.
 
-The indexes are built plainly, not CONCURRENTLY as 0007 and 0009 built theirs: this
+The indexes are built plainly, not CONCURRENTLY as the old migrations built most: this
 migration only runs on a database without the tables, with no jobs to keep taking
 meanwhile, and inside its transaction.
 """
+
+import datetime
 
 import django.db.models.deletion
 import django.db.models.functions.datetime
@@ -40,6 +47,12 @@ class Migration(migrations.Migration):
         ('django_dbjobs', '0007_admin_indexes'),
         ('django_dbjobs', '0008_enqueuer_context'),
         ('django_dbjobs', '0009_leaner_job_indexes'),
+        ('django_dbjobs', '0002_flow_control'),
+        ('django_dbjobs', '0003_flow_control_indexes'),
+        ('django_dbjobs', '0004_workflows'),
+        ('django_dbjobs', '0005_workflows_index'),
+        ('django_dbjobs', '0006_queue_notify'),
+        ('django_dbjobs', '0007_dependency_uncounted_index'),
     ]
 
     dependencies = [
@@ -61,6 +74,27 @@ class Migration(migrations.Migration):
                 'verbose_name': 'worker',
                 'verbose_name_plural': 'workers',
                 'ordering': ['started_at'],
+            },
+        ),
+        migrations.CreateModel(
+            name='Batch',
+            fields=[
+                ('id', models.CharField(default=django_dbjobs.models.ids.new_id, editable=False, max_length=36, primary_key=True, serialize=False, verbose_name='id')),
+                ('description', models.CharField(blank=True, default='', max_length=255, verbose_name='description')),
+                ('total', models.PositiveIntegerField(default=0, verbose_name='jobs')),
+                ('succeeded', models.PositiveIntegerField(default=0, verbose_name='succeeded')),
+                ('failed', models.PositiveIntegerField(default=0, help_text='Dead-lettered or cancelled jobs of the batch.', verbose_name='failed')),
+                ('on_success', models.CharField(blank=True, db_index=True, max_length=36, null=True, verbose_name='on success')),
+                ('on_failure', models.CharField(blank=True, db_index=True, max_length=36, null=True, verbose_name='on failure')),
+                ('on_complete', models.CharField(blank=True, db_index=True, max_length=36, null=True, verbose_name='on complete')),
+                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
+                ('finished_at', models.DateTimeField(blank=True, null=True, verbose_name='finished at')),
+            ],
+            options={
+                'verbose_name': 'batch',
+                'verbose_name_plural': 'batches',
+                'ordering': ['-created_at', 'id'],
+                'indexes': [models.Index(fields=['finished_at', 'id'], name='dbjobs_batch_finished_idx')],
             },
         ),
         migrations.CreateModel(
@@ -92,6 +126,13 @@ class Migration(migrations.Migration):
                 ('pickups', models.PositiveIntegerField(db_default=0, default=0, editable=False, verbose_name='pickups')),
                 ('scheduled_for', models.DateTimeField(blank=True, editable=False, help_text='The due time of the schedule that enqueued this job; empty for other jobs.', null=True, verbose_name='scheduled for')),
                 ('context', models.JSONField(blank=True, default=None, editable=False, help_text="Language, timezone and DBJOBS_CONTEXT_CAPTURE's data of the code that enqueued the job; restored while it runs.", null=True, verbose_name="enqueuer's context")),
+                ('blocked', models.CharField(blank=True, choices=[('', 'No'), ('CONCURRENCY', 'Waiting for a concurrency slot'), ('RATE', 'In a rate-limited queue: claimed within its rate'), ('DONE', 'Finished: holds no concurrency slot'), ('AFTER', 'Waiting for other jobs to finish')], db_default='', default='', editable=False, help_text='Why a ready job is not claimed yet.', max_length=12, verbose_name='blocked')),
+                ('cancel_requested_at', models.DateTimeField(blank=True, editable=False, help_text='Set when a running job is asked to stop; its worker interrupts it.', null=True, verbose_name='cancel requested at')),
+                ('concurrency_key', models.CharField(blank=True, editable=False, help_text='At most concurrency limit jobs with this key run at once.', max_length=200, null=True, verbose_name='concurrency key')),
+                ('concurrency_limit', models.PositiveSmallIntegerField(blank=True, editable=False, null=True, verbose_name='concurrency limit')),
+                ('has_dependents', models.BooleanField(db_default=False, default=False, editable=False, help_text='Other jobs wait for this one.', verbose_name='has dependents')),
+                ('waiting_for', models.PositiveIntegerField(blank=True, editable=False, help_text='How many of the jobs this one waits for have not finished yet.', null=True, verbose_name='waiting for')),
+                ('batch', models.ForeignKey(blank=True, db_constraint=False, db_index=False, editable=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='jobs', to='django_dbjobs.batch', verbose_name='batch')),
             ],
             options={
                 'verbose_name': 'job',
@@ -100,11 +141,14 @@ class Migration(migrations.Migration):
                 # Indexes and constraints in the order the old migrations made them, so
                 # MySQL's SHOW CREATE TABLE and SQLite's table SQL read the same.
                 'indexes': [
-                    django_dbjobs.db.indexes.ReadyJobsIndex(fields=['-priority', 'run_at', 'id'], lead=['status'], name='dbjobs_job_claim_idx', where=models.Q(('status', 'READY'))),
                     django_dbjobs.db.indexes.FinishedJobsIndex(fields=['status', 'finished_at', 'id'], lead=[], name='dbjobs_job_finished_idx', where=models.Q(('status', 'SUCCESSFUL'), ('status', 'FAILED'), _connector='OR')),
                     django_dbjobs.db.indexes.FailedJobsIndex(fields=['queue', 'finished_at', 'id'], lead=['status'], name='dbjobs_job_failed_queue_idx', where=models.Q(('status', 'FAILED'))),
                     django_dbjobs.db.indexes.UniqueKeyIndex(fields=['unique_key'], lead=[], name='dbjobs_job_unique_key_idx', where=models.Q(('unique_key__isnull', False))),
                     django_dbjobs.db.indexes.RunningJobsIndex(fields=['worker'], lead=['status'], name='dbjobs_job_running_idx', where=models.Q(('status', 'RUNNING'))),
+                    django_dbjobs.db.indexes.ReadyJobsIndex(fields=['-priority', 'run_at', 'id'], lead=['status', 'blocked'], name='dbjobs_job_claimable_idx', where=models.Q(('blocked', ''), ('status', 'READY'))),
+                    django_dbjobs.db.indexes.RatedJobsIndex(fields=['queue', '-priority', 'run_at', 'id'], lead=['blocked'], name='dbjobs_job_rated_idx', where=models.Q(('blocked', 'RATE'), ('status', 'READY'))),
+                    django_dbjobs.db.indexes.KeyedJobsIndex(fields=['status', 'blocked', 'concurrency_key', '-priority', 'run_at', 'id'], lead=[], name='dbjobs_job_keyed_idx', plain=['blocked', 'concurrency_key', '-priority', 'run_at', 'id'], where=models.Q(('concurrency_key__isnull', False))),
+                    django_dbjobs.db.indexes.BatchJobsIndex(fields=['batch', 'status'], lead=[], name='dbjobs_job_batch_idx', plain=['batch'], where=models.Q(('batch__isnull', False))),
                 ],
                 'constraints': [
                     models.CheckConstraint(condition=models.Q(('priority__gte', -100), ('priority__lte', 100)), name='dbjobs_job_priority_range'),
@@ -208,6 +252,46 @@ class Migration(migrations.Migration):
             },
             bases=('django_dbjobs.job',),
         ),
+        migrations.CreateModel(
+            name='ConcurrencyKey',
+            fields=[
+                ('key', models.CharField(max_length=200, primary_key=True, serialize=False, verbose_name='concurrency key')),
+            ],
+            options={
+                'verbose_name': 'concurrency key',
+                'verbose_name_plural': 'concurrency keys',
+            },
+        ),
+        migrations.CreateModel(
+            name='RateSlot',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('queue', models.CharField(max_length=100, verbose_name='queue')),
+                ('number', models.PositiveSmallIntegerField(verbose_name='slot')),
+                ('used_at', models.DateTimeField(default=datetime.datetime(2000, 1, 1, 0, 0, tzinfo=datetime.timezone.utc), verbose_name='last used at')),
+            ],
+            options={
+                'verbose_name': 'rate slot',
+                'verbose_name_plural': 'rate slots',
+                'constraints': [models.UniqueConstraint(fields=('queue', 'number'), name='dbjobs_rateslot_one_per_number')],
+            },
+        ),
+        migrations.CreateModel(
+            name='JobDependency',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('upstream', models.CharField(db_index=True, max_length=36, verbose_name='waits for')),
+                ('run_on_failure', models.BooleanField(default=False, verbose_name='runs if it fails')),
+                ('counted', models.BooleanField(default=False, verbose_name='counted')),
+                ('job', models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='dependencies', to='django_dbjobs.job', verbose_name='job')),
+            ],
+            options={
+                'verbose_name': 'job dependency',
+                'verbose_name_plural': 'job dependencies',
+                'indexes': [django_dbjobs.db.indexes.UncountedEdgesIndex(fields=['job', 'upstream'], lead=['counted'], name='dbjobs_dep_uncounted_idx', where=models.Q(('counted', False)))],
+                'constraints': [models.UniqueConstraint(fields=('job', 'upstream'), name='dbjobs_dependency_once')],
+            },
+        ),
         # PostgreSQL: Django adds a varchar_pattern_ops index beside a CharField primary
         # key, for LIKE; nothing here asks that, and 0009 dropped it. Never built here.
         django_dbjobs.db.online_index.DropIdPatternIndex(
@@ -215,4 +299,5 @@ class Migration(migrations.Migration):
             field='id',
         ),
         django_dbjobs.db.triggers.NotifyTriggers(),
+        django_dbjobs.db.triggers.QueueTriggers(),
     ]

@@ -14,8 +14,8 @@ version that shipped the rest can apply them.
 Named 0001_initial like the first of each chain, so `replaces` lists the fourteen
 others: a migration that replaces itself is refused by Django 6.1 ("Cyclical squash
 replacement") and dropped from the graph by Django 5.2, leaving the app with no
-migration at all. Both chains record 0001_initial applied, so the name stands for
-itself wherever they ran.
+migration at all. Django counts this one applied when the fourteen are; a database with
+an old 0001_initial only counts, for check dbjobs.E030, as one that applied some.
 
 The indexes are built plainly, not CONCURRENTLY as the old migrations built most: this
 migration only runs on a database without the tables, with no jobs to keep taking
@@ -39,6 +39,7 @@ class Migration(migrations.Migration):
     initial = True
 
     replaces = [
+        # The nine of the development releases, after their 0001_initial.
         ('django_dbjobs', '0002_unique_keys'),
         ('django_dbjobs', '0003_notify_trigger'),
         ('django_dbjobs', '0004_crash_accounting'),
@@ -47,6 +48,7 @@ class Migration(migrations.Migration):
         ('django_dbjobs', '0007_admin_indexes'),
         ('django_dbjobs', '0008_enqueuer_context'),
         ('django_dbjobs', '0009_leaner_job_indexes'),
+        # The seven that followed, after their 0001_initial (which replaced the nine).
         ('django_dbjobs', '0002_flow_control'),
         ('django_dbjobs', '0003_flow_control_indexes'),
         ('django_dbjobs', '0004_workflows'),

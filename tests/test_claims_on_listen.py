@@ -214,3 +214,29 @@ def test_the_claim_after_a_wait_trusts_the_paused_queues_read_in_the_listen_sess
         enqueue(jobs.add, 5, 6)
         assert claimer.claim_free_slots(woken=True) == 1
         assert paused_reads() == 2, "a change was heard: read again"
+
+
+def test_a_queue_paused_as_its_jobs_arrive_is_read_again_before_the_woken_claim(waiter):
+    """The pause and the job come in one commit (the job's notification first): the wait
+    hears both, so the claim right after it (woken) reads the paused queues again instead
+    of trusting the list it read before, and takes nothing; a resume wakes it, and its
+    claim reads them again and takes the job."""
+    from django.db import transaction
+
+    from django_dbjobs.models import Queue
+
+    _identity, claimer, _threads, *_ = parts()
+    claimer.claims_on, claimer.claim_failed_on = waiter.claims_on, waiter.claim_failed
+    claimer.paused.listen_session, waiter.on_queues = waiter.listen_session, claimer.paused.changed
+    assert claimer.claim_free_slots() == 0  # reads them (none paused), in this session
+    with transaction.atomic():
+        job = enqueue(jobs.add, 1, 2)
+        Queue.objects.pause(["default"])
+    assert waiter.wait(10) is True
+    assert claimer.claim_free_slots(woken=True) == 0
+    assert claimer.paused.names == {"default"}
+    assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+    Queue.objects.resume(["default"])
+    assert waiter.wait(10) is True, "a resume wakes the worker"
+    time.sleep(0.3)  # past the gap between empty claims while a queue it serves is paused
+    assert claimer.claim_free_slots(woken=True) == 1, "and its claim reads the queues again"

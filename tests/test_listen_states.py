@@ -135,3 +135,13 @@ def test_each_opening_is_a_new_session_and_closing_opens_at_once_next_time():
     states.lost()  # paused
     states.closed()
     assert states.may_open() and states.retry_in() == 0
+
+
+def test_a_connection_lost_in_a_state_the_diagram_has_no_arrow_for_is_closed_not_fatal(caplog):
+    """Listen.lost() meeting IllegalMove (a bug) logs it and closes: the worker goes on."""
+    from django_dbjobs.db.listen import Listen
+
+    listen = Listen("default")
+    listen.lost(ConnectionError("gone"))  # CLOSED: nothing was open to lose
+    assert listen.states.state is State.CLOSED and listen.states.may_open()
+    assert "unexpected state" in caplog.text

@@ -70,6 +70,12 @@ def test_enqueue_many_says_what_to_use_instead_of_an_option_it_does_not_take():
         enqueue_many(jobs.add, [(1, 2)], unique_key="k")
 
 
+def test_enqueue_many_sends_nobody_elsewhere_for_an_option_no_function_takes():
+    with pytest.raises(UnknownOption) as raised:
+        enqueue_many(jobs.add, [(1, 2)], prioirty=1)
+    assert str(raised.value) == "enqueue_many() has no option prioirty."
+
+
 def columns(spec, job=jobs.send_email):
     return spec.columns(resolve(job), ["a@example.com"], {}, reject_nul=False)
 

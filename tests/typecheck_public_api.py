@@ -50,3 +50,9 @@ with batch(on_complete=configured) as opened:
     assert_type(opened, Batch)
 with after(opened):
     pass
+
+# Misuses a user's type checker must report (warn_unused_ignores: should one pass, the
+# ignore is unused and the check fails).
+enqueue(plain, 1, prioirty=1)  # type: ignore[call-arg]
+enqueue(plain, 1, queue=5)  # type: ignore[arg-type]
+enqueue_many(plain, [(1,)], unique_key="k")  # type: ignore[call-arg]

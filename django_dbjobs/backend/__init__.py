@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings as django_settings
@@ -107,11 +108,13 @@ class DatabaseBackend(BaseTaskBackend):
         ):
             registry.add(TaskJob(copy_task(task, run_after=None), self))
 
-    def enqueue(self, task: Task, args, kwargs) -> TaskResult:
+    def enqueue(self, task: Task, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]) -> TaskResult:
         """Write the task as a job on the caller's connection; workers wake when it commits."""
         self.validate_task(task)
         _check_importable(task)
         registered = registry.lookup(task.module_path)
+        if registered is None:  # validate_task() registers it: only a concurrent unregister
+            raise InvalidTask(f"{task.module_path} is not registered as a task.")
         key = getattr(task, "unique_key", None)
         if callable(key):
             registered.check_arguments(args, kwargs)  # before the key function sees them
@@ -131,17 +134,17 @@ class DatabaseBackend(BaseTaskBackend):
             task_enqueued.send(type(self), task_result=result)
         return result
 
-    def get_result(self, result_id) -> TaskResult:
+    def get_result(self, result_id: str) -> TaskResult:
         """The TaskResult of the job with this id; TaskResultDoesNotExist if there is none."""
         job = Job.objects.using(self.using).filter(pk=str(result_id)).first() if result_id else None
         registered = None
         if job is not None:
             registered = registry.lookup(job.name) or registry.discovered().get(job.name)
-        if not isinstance(registered, TaskJob) or registered.backend.alias != self.alias:
+        if job is None or not isinstance(registered, TaskJob) or registered.backend.alias != self.alias:
             raise TaskResultDoesNotExist(f"No task result with id {result_id!r}.")
         return task_result(job, registered.task, self.alias)
 
-    def check(self, **kwargs) -> list[checks.CheckMessage]:
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         """Configuration problems: the app not installed, bad queue names or OPTIONS."""
         errors = []
         if not apps.is_installed("django_dbjobs"):
@@ -230,11 +233,11 @@ def _check_importable(task: Task) -> None:
     _importable.add(task.func)
 
 
-def _positive_number(value) -> bool:
+def _positive_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
-def _is_ours(path) -> bool:
+def _is_ours(path: object) -> bool:
     try:
         backend = import_string(path) if isinstance(path, str) else None
     except ImportError:

@@ -56,7 +56,11 @@ class EnqueueOptions(PrepareOptions, EnqueueManyOptions, total=False):
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class JobSpec:
-    """What a job is asked to be: None means the job's own default, else the setting's."""
+    """What a job is asked to be: None means the job's own default, else the setting's.
+
+    Compared field by field as Python compares values (``priority=True`` equals
+    ``priority=1``, which validate differently): never key a cache on a JobSpec.
+    """
 
     queue: str | None = None
     priority: int | None = None
@@ -175,10 +179,12 @@ def _refuse_unknown_options(function: str, args: tuple, unknown: dict[str, Any])
     """Say how to pass a job's keyword arguments when they were given as options."""
     names = ", ".join(sorted(unknown))
     if function == "enqueue_many":  # it takes no kwargs=: its jobs have positional arguments only
-        raise UnknownOption(
-            f"enqueue_many() has no option {names}. For jobs with keyword arguments or this option, "
-            "use enqueue(), or prepare() and bulk_enqueue()."
-        )
+        if set(unknown) <= ENQUEUE_OPTIONS:  # options only enqueue() and prepare() take
+            raise UnknownOption(
+                f"enqueue_many() has no option {names}. For jobs with keyword arguments or this option, "
+                "use enqueue(), or prepare() and bulk_enqueue()."
+            )
+        raise UnknownOption(f"enqueue_many() has no option {names}.")
     given = ", ".join(
         [*(repr(a) for a in args[:3]), f"kwargs={{{', '.join(f'{k!r}: ...' for k in unknown)}}}"]
     )

@@ -10,8 +10,9 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from .batched_deletes import BATCH_SIZE
 from .job import Job
-from .queryset import BATCH_SIZE, JobQuerySet
+from .queryset import JobQuerySet
 from .states import Blocked, Isolation, JobStatus, blocked_again
 from .workflow import Batch
 

@@ -46,8 +46,8 @@ def live_workers() -> list[int]:
             with open(f"/proc/{pid}/status") as status:
                 if "zombie" not in status.read():
                     pids.append(pid)
-        except FileNotFoundError:
-            pass
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # gone between the listing and the read (the kernel says ESRCH on read)
     return pids
 
 

@@ -17,6 +17,7 @@ LAYERS = [
     ["cron", "registry"],  # pure: cron arithmetic; the registry of job functions
     ["db"],  # everything that differs by database
     ["models"],
+    ["observability"],  # run hooks, tracing, fingerprints; its parts that read the tables sit higher
     ["context"],
     ["flow"],  # concurrency keys, rate limits, cancel requests
     ["enqueuing"],

@@ -48,9 +48,16 @@ SEVEN_AFTER_FIRST = [
 EVERY_OLD_MIGRATION = {"0001_initial", *NINE_AFTER_FIRST, *SEVEN_AFTER_FIRST}
 
 
-def test_the_initial_migration_is_the_only_one_and_replaces_every_other():
+#: The migrations made after the initial one replaced the old chains.
+AFTER_INITIAL = ["0002_trace_context_and_failure_cause"]
+
+
+def test_the_initial_migration_replaces_every_other_and_only_new_ones_follow_it():
     loader = MigrationLoader(None)
-    assert [name for app, name in loader.disk_migrations if app == APP] == ["0001_initial"]
+    assert sorted(name for app, name in loader.disk_migrations if app == APP) == [
+        "0001_initial",
+        *AFTER_INITIAL,
+    ]
     replaced = [name for _app, name in loader.get_migration(APP, "0001_initial").replaces]
     assert replaced == NINE_AFTER_FIRST + SEVEN_AFTER_FIRST
 
@@ -106,10 +113,13 @@ def test_a_database_the_old_migrations_made_needs_nothing_runs_jobs_and_unapplie
     assert recorded() == EVERY_OLD_MIGRATION
     executor = MigrationExecutor(connection)
     assert executor.migration_plan([(APP, "0001_initial")]) == []
-    assert migration_history.missing_replaced_migrations() == [] and db.pending_migrations() == []
-    call_command("migrate", APP, skip_checks=False, verbosity=0)  # its checks pass, it does nothing
+    assert migration_history.missing_replaced_migrations() == []
+    assert db.pending_migrations() == [f"{APP}.{name}" for name in AFTER_INITIAL]  # only the new ones
+    call_command("migrate", APP, "0001_initial", skip_checks=False, verbosity=0)  # checks pass, nothing to do
     assert recorded() == EVERY_OLD_MIGRATION
     assert_same_schema(schema(), made_by_old)
+    call_command("migrate", APP, verbosity=0)
+    made_by_old = schema()  # and the migrations after the initial one
     job = enqueue(jobs.add, 2, 3)
     worker = run_jobs("--burst")
     assert worker.wait() == 0, worker.output()

@@ -104,6 +104,29 @@ class Job(JobOutcomes, models.Model):
         ),
     )
 
+    trace_context = models.JSONField(
+        _("trace context"),
+        null=True,
+        blank=True,
+        default=None,
+        editable=False,
+        help_text=_(
+            "The trace context (W3C traceparent) of the code that enqueued the job, when tracing "
+            "is on; its run continues that trace."
+        ),
+    )
+    error_fingerprint = models.CharField(
+        _("failure cause"),
+        max_length=16,
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_(
+            "Groups dead letters of one cause: the exception's class, its message with numbers and "
+            "ids masked, and the innermost frame of the job's own code."
+        ),
+    )
+
     concurrency_key = models.CharField(
         _("concurrency key"),
         max_length=MAX_CONCURRENCY_KEY,
@@ -170,6 +193,9 @@ class Job(JobOutcomes, models.Model):
             db.RunningJobsIndex(fields=["worker"], name="dbjobs_job_running_idx"),
             db.FinishedJobsIndex(fields=["status", "finished_at", "id"], name="dbjobs_job_finished_idx"),
             db.FailedJobsIndex(fields=["queue", "finished_at", "id"], name="dbjobs_job_failed_queue_idx"),
+            db.FailedJobsIndex(
+                fields=["error_fingerprint", "finished_at", "id"], name="dbjobs_job_failed_cause_idx"
+            ),
             db.UniqueKeyIndex(fields=["unique_key"], name="dbjobs_job_unique_key_idx"),
             db.RatedJobsIndex(fields=["queue", *CLAIM_ORDER], name="dbjobs_job_rated_idx"),
             db.KeyedJobsIndex(

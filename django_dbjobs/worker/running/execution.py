@@ -18,6 +18,7 @@ from ...enqueuing import enqueuer_context, validation
 from ...exceptions import JobCancelled, MissingMigrations, UnknownJob
 from ...models import Isolation, Job, JobStatus
 from ...models.settling import CANCELLED
+from ...observability import run_hooks
 from ...operations import unknown_jobs
 from ...registry.registered import RegisteredJob
 from ...signals import job_failed, job_finished, job_started, send
@@ -64,14 +65,17 @@ def run(
     # A copy of the thread's context: the language, timezone or context variables the job
     # sets (translation.activate(), ...) end with it, never leaking into the next job.
     context = contextvars.copy_context()
-    if not (job.context or settings.CONTEXT_RESTORE):  # the common case: nothing to restore
-        return context.run(_run, job, worker, registered, on_success, outage, None, savepoint)
-    return context.run(_run_restored, job, worker, registered, on_success, outage, savepoint)
+    return context.run(_observed, job, worker, registered, on_success, outage, savepoint)
 
 
-def _run_restored(job, worker, registered, on_success, outage, savepoint) -> str | None:
-    with enqueuer_context.restoring_safely(job.context) as restored:
-        return _run(job, worker, registered, on_success, outage, restored, savepoint)
+def _observed(job, worker, registered, on_success, outage, savepoint) -> str | None:
+    # The run hooks (observability/run_hooks.py: a trace span, metrics) wrap the run and the
+    # storing of its outcome, in the job's context, so the job's own spans are children.
+    with run_hooks.wrapping(job):
+        if not (job.context or settings.CONTEXT_RESTORE):  # the common case: nothing to restore
+            return _run(job, worker, registered, on_success, outage, None, savepoint)
+        with enqueuer_context.restoring_safely(job.context) as restored:
+            return _run(job, worker, registered, on_success, outage, restored, savepoint)
 
 
 def _run(
@@ -298,6 +302,7 @@ failure_listener: contextvars.ContextVar[FailureListener | None] = contextvars.C
 
 def finished(job: Job, status: str, failure: BaseException | None = None) -> None:
     """Log and signal an outcome that was stored; `failure` is the attempt's exception."""
+    run_hooks.outcome(job, status, failure)
     if status == JobStatus.SUCCESSFUL:
         logger.debug("Job succeeded id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
     elif failure is not None:

@@ -12,6 +12,8 @@ from typing import Any
 
 from django.dispatch import Signal
 
+from .observability import log_fields
+
 logger = logging.getLogger("django_dbjobs")
 
 #: After a job's row is written, inside the caller's transaction.
@@ -48,4 +50,5 @@ def send(signal: Signal, sender: Any = None, **kwargs: Any) -> None:
                 type(subject).__name__.lower(),
                 getattr(subject, "pk", getattr(subject, "id", None)),
                 exc_info=response,
+                extra=log_fields.for_job(kwargs["job"]) if "job" in kwargs else None,
             )

@@ -140,6 +140,23 @@ if os.environ.get("DBJOBS_TEST_QUEUE_LIMITS"):
 
     DBJOBS_QUEUE_LIMITS = json.loads(os.environ["DBJOBS_TEST_QUEUE_LIMITS"])
 
+# DBJOBS_TEST_JSON_LOG=<path>: this process writes the django_dbjobs logger's lines to
+# <path>, one JSON object a line with the log fields (tests/test_log_fields.py).
+if os.environ.get("DBJOBS_TEST_JSON_LOG"):
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "tests.json_log.JsonFormatter"}},
+        "handlers": {
+            "file": {
+                "class": "logging.FileHandler",
+                "filename": os.environ["DBJOBS_TEST_JSON_LOG"],
+                "formatter": "json",
+            }
+        },
+        "loggers": {"django_dbjobs": {"handlers": ["file"], "level": "DEBUG"}},
+    }
+
 # Every test process (run_jobs subprocesses included) prints all its threads' stacks on
 # SIGUSR2: a test that finds jobs stuck under a live worker asks it where it is
 # (tests/test_workflow_workers.py stuck()).

@@ -13,6 +13,7 @@ import django_dbjobs
 PACKAGE = pathlib.Path(django_dbjobs.__file__).parent
 
 LAYERS = [
+    ["observability.log_fields"],  # pure: the extra of a log line about a job (signals.py logs some)
     ["conf", "exceptions", "signals"],
     ["cron", "registry"],  # pure: cron arithmetic; the registry of job functions
     ["db"],  # everything that differs by database

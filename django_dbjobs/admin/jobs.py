@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from ..models import Job, JobStatus
+from ..observability import log_fields
 from .audit import log_change
 from .confirm import confirm_action, confirm_page, selected_count
 from .job_columns import JobColumnsMixin
@@ -111,7 +112,12 @@ class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAd
             raise PermissionDenied
         if request.method == "POST":
             deleted = self.delete_fenced(self.model.objects.filter(pk=job.pk))
-            log_change(request, f"deleted {self.opts.model_name} {job.pk}", deleted=deleted)
+            log_change(
+                request,
+                f"deleted {self.opts.model_name} {job.pk}",
+                extra=log_fields.for_job(job),
+                deleted=deleted,
+            )
             if deleted:
                 kept = self.model.objects.filter(pk=job.pk).exists()  # a workflow's job: recorded cancelled
                 done = _("The job was cancelled: it belongs to a workflow, so it stays as a dead letter.")

@@ -16,6 +16,7 @@ from django.db import DatabaseError, OperationalError, connections, router, tran
 
 from .. import db, registry
 from ..models import Job
+from ..observability import log_fields
 from ..registry import discovery
 from ..registry.registered import RegisteredJob
 from ..signals import has_receivers, job_enqueued
@@ -215,5 +216,11 @@ def _enqueued(jobs: list[Job], using: str) -> None:
         for instance in jobs:
             if receivers:
                 job_enqueued.send(sender=Job, job=instance)
-            logger.debug("Job enqueued id=%s name=%s queue=%s", instance.pk, instance.name, instance.queue)
+            logger.debug(
+                "Job enqueued id=%s name=%s queue=%s",
+                instance.pk,
+                instance.name,
+                instance.queue,
+                extra=log_fields.for_job(instance),
+            )
     connections[using].on_commit(wakeup.notify)  # transaction.on_commit(), one lookup fewer

@@ -7,6 +7,7 @@ import logging
 
 from ..exceptions import DependencyCycle
 from ..models import Batch, Blocked, Job, JobDependency, JobStatus
+from ..observability import log_fields
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -38,7 +39,12 @@ def refuse(using: str, batch_id: str | None, upstream: list[str], many: bool = F
         if met:
             raise DependencyCycle(_message(batch_id, min(met), step, many))
         if len(step) > MAX_SEARCHED:
-            logger.warning("Dependency cycle search gave up batch=%s jobs=%s", batch_id, len(step))
+            logger.warning(
+                "Dependency cycle search gave up batch=%s jobs=%s",
+                batch_id,
+                len(step),
+                extra=log_fields.for_count(len(step)),
+            )
             return
         frontier = _waiting_for(using, frontier, step)
 

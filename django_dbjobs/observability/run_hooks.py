@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from . import log_fields
+
 if TYPE_CHECKING:
     from ..models import Job
 
@@ -64,7 +66,12 @@ def _guarded(job: Job, wrappers: list[RunWrapper]) -> Iterator[None]:
                 entered = wrapper(job)
                 entered.__enter__()
             except Exception:  # noqa: BLE001 - a hook that fails never costs the job its run
-                logger.exception("A run hook failed at the start of job id=%s: %r", job.pk, wrapper)
+                logger.exception(
+                    "A run hook failed at the start of job id=%s: %r",
+                    job.pk,
+                    wrapper,
+                    extra=log_fields.for_job(job),
+                )
                 continue
             stack.push(_exit_guarded(job, entered))
         yield
@@ -75,7 +82,12 @@ def _exit_guarded(job: Job, entered: AbstractContextManager[Any]) -> Callable[..
         try:
             entered.__exit__(*exc_info)
         except Exception:  # noqa: BLE001
-            logger.exception("A run hook failed at the end of job id=%s: %r", job.pk, entered)
+            logger.exception(
+                "A run hook failed at the end of job id=%s: %r",
+                job.pk,
+                entered,
+                extra=log_fields.for_job(job),
+            )
         return False  # never swallows what the run raised
 
     return leave
@@ -87,4 +99,6 @@ def outcome(job: Job, status: str, failure: BaseException | None) -> None:
         try:
             listener(job, status, failure)
         except Exception:  # noqa: BLE001 - a hook that fails never costs the job its outcome
-            logger.exception("An outcome hook failed for job id=%s: %r", job.pk, listener)
+            logger.exception(
+                "An outcome hook failed for job id=%s: %r", job.pk, listener, extra=log_fields.for_job(job)
+            )

@@ -22,6 +22,7 @@ from ..conf import settings
 from ..db.outage import close_broken_connections
 from ..flow import admission
 from ..models import Job, JobDependency, JobStatus
+from ..observability import log_fields
 from . import batch_retention
 
 logger = logging.getLogger("django_dbjobs")
@@ -133,7 +134,11 @@ class Pruner:
                 count = delete_batch(status, keep, using=self.using, batch_size=BATCH_SIZE)
                 if count:
                     logger.info(
-                        "Pruned finished jobs status=%s deleted=%s older_than=%ss", status, count, keep
+                        "Pruned finished jobs status=%s deleted=%s older_than=%ss",
+                        status,
+                        count,
+                        keep,
+                        extra=log_fields.for_count(count),
                     )
                 if count >= BATCH_SIZE:
                     self._next = now + CATCH_UP_INTERVAL

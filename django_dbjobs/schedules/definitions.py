@@ -21,6 +21,7 @@ from ..enqueuing import validation
 from ..exceptions import InvalidJob, InvalidSchedule
 from ..models import DefinedIn, MissedRuns, Schedule
 from ..models.schedule import DEFAULT_CATCH_UP_WINDOW, default_timezone
+from ..observability import log_fields
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -211,6 +212,7 @@ def sync_settings(using: str = "default") -> None:
         logger.warning(
             "Schedule retired: no longer in DBJOBS_SCHEDULES name=%s (kept with its history)",
             schedule.name,
+            extra=log_fields.for_schedule(schedule.name),
         )
 
 
@@ -219,7 +221,12 @@ def _create(name: str, fields: dict[str, Any], using: str) -> None:
     enabled = fields["settings_enabled"]
     schedule = Schedule(name=name, defined_in=DefinedIn.SETTINGS, enabled=enabled, **fields)
     schedule.save(using=using, force_insert=True)
-    logger.info("Schedule created from DBJOBS_SCHEDULES name=%s cron=%r", name, schedule.cron)
+    logger.info(
+        "Schedule created from DBJOBS_SCHEDULES name=%s cron=%r",
+        name,
+        schedule.cron,
+        extra=log_fields.for_schedule(name),
+    )
 
 
 def settings_changes(schedule: Schedule, fields: dict[str, Any]) -> list[str]:
@@ -235,7 +242,11 @@ def _update(schedule: Schedule, fields: dict[str, Any], using: str) -> None:
     if not changed:
         return
     if schedule.defined_in != DefinedIn.SETTINGS:
-        logger.warning("Schedule taken over by DBJOBS_SCHEDULES name=%s", schedule.name)
+        logger.warning(
+            "Schedule taken over by DBJOBS_SCHEDULES name=%s",
+            schedule.name,
+            extra=log_fields.for_schedule(schedule.name),
+        )
     if "settings_enabled" in changed:
         schedule.enabled = fields["settings_enabled"]  # the developer changed it: applies
     for field, value in fields.items():
@@ -243,4 +254,9 @@ def _update(schedule: Schedule, fields: dict[str, Any], using: str) -> None:
     schedule.defined_in = DefinedIn.SETTINGS
     schedule.removed_at = None
     schedule.save(using=using)
-    logger.info("Schedule updated from DBJOBS_SCHEDULES name=%s changed=%s", schedule.name, ",".join(changed))
+    logger.info(
+        "Schedule updated from DBJOBS_SCHEDULES name=%s changed=%s",
+        schedule.name,
+        ",".join(changed),
+        extra=log_fields.for_schedule(schedule.name),
+    )

@@ -32,6 +32,7 @@ from ..enqueuing import rows
 from ..enqueuing.spec import JobSpec
 from ..exceptions import InvalidSchedule
 from ..models import Job, Schedule, ScheduleTick
+from ..observability import log_fields
 from ..signals import job_enqueued, schedule_fired, send
 
 logger = logging.getLogger("django_dbjobs")
@@ -104,9 +105,16 @@ def fire(schedule: Schedule, now: datetime.datetime, worker_id: str, using: str)
             schedule.missed_runs,
             len(fired.jobs),
             plan.reason,
+            extra=log_fields.for_schedule(schedule.name),
         )
     for job, due in zip(fired.jobs, fired.due_times, strict=True):
-        logger.info("Schedule fired name=%s due=%s job=%s", schedule.name, due.isoformat(), job.pk)
+        logger.info(
+            "Schedule fired name=%s due=%s job=%s",
+            schedule.name,
+            due.isoformat(),
+            job.pk,
+            extra=log_fields.for_schedule(schedule.name, job),
+        )
         send(job_enqueued, job=job)
     if fired.jobs:
         send(
@@ -155,6 +163,7 @@ def _commit(schedule, plan, built, skip, worker_id: str, using: str, fired: Fire
                 schedule.name,
                 due.isoformat(),
                 stored.pk,
+                extra=log_fields.for_schedule(schedule.name, stored),
             )
         if last is not None and last.pk != run[-1][1].pk:
             Schedule.objects.using(using).filter(pk=schedule.pk).update(last_job_id=last.pk)
@@ -179,7 +188,12 @@ def run_now(schedule: Schedule, using: str | None = None) -> tuple[Job, bool]:
             )
 
             def sent() -> None:
-                logger.info("Schedule run now name=%s job=%s", schedule.name, stored.pk)
+                logger.info(
+                    "Schedule run now name=%s job=%s",
+                    schedule.name,
+                    stored.pk,
+                    extra=log_fields.for_schedule(schedule.name, stored),
+                )
                 send(job_enqueued, job=stored)
                 send(
                     schedule_fired,

@@ -25,6 +25,7 @@ from ..db.outage import close_broken_connections
 from ..enqueuing import wakeup
 from ..exceptions import UnknownJob
 from ..models import Schedule, ScheduleTick
+from ..observability import log_fields
 from . import definitions as schedules
 from . import firing
 
@@ -146,7 +147,13 @@ class Scheduler:
         self._set_aside[schedule.pk] = time.monotonic() + float(settings.SCHEDULE_CHECK_INTERVAL)
         if (schedule.pk, problem) not in self._reported:
             self._reported.add((schedule.pk, problem))
-            logger.log(level, "Schedule cannot fire name=%s: %s", schedule.name, problem)
+            logger.log(
+                level,
+                "Schedule cannot fire name=%s: %s",
+                schedule.name,
+                problem,
+                extra=log_fields.for_schedule(schedule.name),
+            )
         Schedule.objects.using(self.using).filter(pk=schedule.pk).update(last_error=problem[:2000])
 
     def _prune_ticks(self) -> None:

@@ -12,6 +12,7 @@ from ...db.outage import Outage
 from ...exceptions import MissingMigrations
 from ...models import Isolation, Job
 from ...models.claim_shape import claim
+from ...observability import log_fields
 from ..identity import Identity
 from ..leases.lease import Lease
 from ..running import cancel_watch
@@ -248,7 +249,10 @@ class Claimer:
         released, cancelled = Job.objects.using(worker.using).release_unheld(worker.id, held)
         if released or cancelled:
             logger.warning(
-                "Jobs this worker did not hold released count=%s id=%s", released + len(cancelled), worker.id
+                "Jobs this worker did not hold released count=%s id=%s",
+                released + len(cancelled),
+                worker.id,
+                extra=log_fields.for_count(released + len(cancelled)),
             )
         cancel_watch.report_cancelled(worker.using, cancelled)  # asked to stop: recorded cancelled instead
         return released + len(cancelled)
@@ -277,6 +281,7 @@ class Claimer:
             len(jobs),
             released,
             ",".join(job.pk for job in jobs),
+            extra=log_fields.for_count(len(jobs)),
         )
 
 

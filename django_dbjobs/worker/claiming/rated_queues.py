@@ -7,6 +7,7 @@ import time
 
 from ...flow.rates import Rate, RateLimitedClaims, queue_rates, sync_blocked
 from ...models import Isolation, Job
+from ...observability import log_fields
 from ..identity import Identity
 
 logger = logging.getLogger("django_dbjobs")
@@ -86,4 +87,8 @@ class RatedQueues:
             logger.exception("Could not apply DBJOBS_QUEUE_LIMITS to waiting jobs")
             return
         if moved:
-            logger.info("Jobs moved in or out of rate-limited queues' waiting line count=%s", moved)
+            logger.info(
+                "Jobs moved in or out of rate-limited queues' waiting line count=%s",
+                moved,
+                extra=log_fields.for_count(moved),
+            )

@@ -13,6 +13,7 @@ from django.db import DatabaseError, InterfaceError
 from ...conf import settings
 from ...db.outage import Outage
 from ...models import Job
+from ...observability import log_fields
 from ..identity import Identity
 
 if TYPE_CHECKING:
@@ -63,12 +64,15 @@ class Lease:
                 "once; its outcome is fenced) id=%s: %s",
                 job.pk,
                 exc,
+                extra=log_fields.for_job(job),
             )
             return True
         if job.pk in owned:
             return True
         logger.warning(
-            "Prefetched job dropped: a sweep gave it back while this worker was unresponsive id=%s", job.pk
+            "Prefetched job dropped: a sweep gave it back while this worker was unresponsive id=%s",
+            job.pk,
+            extra=log_fields.for_job(job),
         )
         return False
 
@@ -109,4 +113,5 @@ class Lease:
                 "count=%s id=%s",
                 len(lost),
                 worker.id,
+                extra=log_fields.for_count(len(lost)),
             )

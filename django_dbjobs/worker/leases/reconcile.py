@@ -13,6 +13,7 @@ from ...conf import settings
 from ...db.outage import Outage
 from ...exceptions import MissingMigrations
 from ...models import Job
+from ...observability import log_fields
 from ..claiming.held import HeldJobs
 from ..identity import Identity
 from ..running import cancel_watch
@@ -78,6 +79,11 @@ class Reconciler:
         released, cancelled = jobs.give_back(worker.id, [job for job in found if job.pk not in kept])
         if released or cancelled:
             count = released + len(cancelled)
-            logger.warning("Jobs this worker did not hold released count=%s id=%s", count, worker.id)
+            logger.warning(
+                "Jobs this worker did not hold released count=%s id=%s",
+                count,
+                worker.id,
+                extra=log_fields.for_count(count),
+            )
         cancel_watch.report_cancelled(worker.using, [job.pk for job in cancelled])  # asked to stop
         return released + len(cancelled)

@@ -25,6 +25,7 @@ from ...enqueuing import enqueuer_context
 from ...exceptions import JobCancelled, WorkerLost
 from ...models import Isolation, Job, JobStatus, WorkerProcess
 from ...models.settling import CANCELLED
+from ...observability import log_fields
 from ...registry.registered import RegisteredJob
 from ...signals import job_failed, send
 
@@ -88,6 +89,7 @@ class Sweeper:
                 result.requeued,
                 result.failed,
                 result.workers_removed,
+                extra=log_fields.for_count(result.given_back + result.requeued + result.failed),
             )
 
 
@@ -123,6 +125,7 @@ def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
     fields = (
         "id",
         "name",
+        "queue",  # for the fields of its log lines (observability/log_fields.py)
         "worker",
         "attempts",
         "pickups",
@@ -150,7 +153,11 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
     elif not charged:
         result.given_back += 1
         logger.info(
-            "Job given back from a lost worker, uncharged id=%s name=%s worker=%s", job.pk, job.name, lost
+            "Job given back from a lost worker, uncharged id=%s name=%s worker=%s",
+            job.pk,
+            job.name,
+            lost,
+            extra=log_fields.for_job(job),
         )
     else:
         result.requeued += 1
@@ -160,6 +167,7 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
             job.name,
             job.attempts,
             lost,
+            extra=log_fields.for_job(job),
         )
 
 
@@ -182,6 +190,7 @@ def _failed(job: Job, lost: str) -> None:
         job.name,
         job.attempts,
         lost,
+        extra=log_fields.for_job(job),
     )
     with enqueuer_context.restoring_safely(job.context):
         send(job_failed, job=job, error=job.errors[-1])

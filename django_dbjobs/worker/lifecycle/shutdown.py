@@ -17,6 +17,7 @@ import time
 from django.db import DatabaseError, InterfaceError, connections
 
 from ...models import WorkerProcess
+from ...observability import log_fields
 from ..running import async_jobs, interrupts, stuck
 from .parts import Parts
 
@@ -48,7 +49,11 @@ def shut_down(parts: Parts, grace: float) -> None:
         _give_back_unheld(claimer)
     cancelled = async_jobs.cancel_all()  # released: they must not run on (async_jobs.py)
     if cancelled:
-        logger.warning("Cancelled async jobs still running at the end of the grace count=%s", cancelled)
+        logger.warning(
+            "Cancelled async jobs still running at the end of the grace count=%s",
+            cancelled,
+            extra=log_fields.for_count(cancelled),
+        )
     # A job that finished while the release ran: its success is stored now, or
     # dropped by the fence if the release got there first (then it runs again).
     acks.flush(force=True)

@@ -9,6 +9,7 @@ from ... import db, registry
 from ...conf import settings
 from ...db.outage import Outage
 from ...flow import rates
+from ...observability import log_fields
 from ...operations import known_queues
 from ...schedules.scheduler import Scheduler
 from ..identity import Identity
@@ -43,7 +44,11 @@ def start(
         outage.call(scheduler.sync_settings, "syncing DBJOBS_SCHEDULES")
     moved = outage.call(lambda: rates.sync_blocked(identity.using), "applying DBJOBS_QUEUE_LIMITS")
     if moved:
-        logger.info("Jobs moved in or out of rate-limited queues' waiting line count=%s", moved)
+        logger.info(
+            "Jobs moved in or out of rate-limited queues' waiting line count=%s",
+            moved,
+            extra=log_fields.for_count(moved),
+        )
     waiter.start()
 
     def register() -> None:  # again by the heartbeat, if a sweep removed the row

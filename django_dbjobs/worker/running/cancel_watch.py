@@ -22,6 +22,7 @@ from ...db.outage import Outage
 from ...enqueuing import enqueuer_context
 from ...exceptions import JobCancelled, MissingMigrations
 from ...models import Job, JobStatus
+from ...observability import log_fields
 from ...registry.registered import RegisteredJob
 from ...signals import job_failed, send
 from ..claiming.held import HeldJobs
@@ -72,10 +73,17 @@ class CancelWatch:
                 continue
             if not job.cancel_requested:
                 job.request_cancel()
-                logger.info("Job cancel requested id=%s name=%s", job.pk, job.name)
+                logger.info(
+                    "Job cancel requested id=%s name=%s", job.pk, job.name, extra=log_fields.for_job(job)
+                )
             if interrupts.cancel(job.pk):
                 self._interrupted.add(job.pk)
-                logger.info("Job interrupted: cancelled id=%s name=%s", job.pk, job.name)
+                logger.info(
+                    "Job interrupted: cancelled id=%s name=%s",
+                    job.pk,
+                    job.name,
+                    extra=log_fields.for_job(job),
+                )
 
     def _stop_lost_keyed_jobs(self) -> None:
         """After a sweep judged this worker dead (frozen, cut off): interrupt its running jobs
@@ -99,6 +107,7 @@ class CancelWatch:
                     "Job interrupted: this worker lost it, and its concurrency slot id=%s name=%s",
                     job.pk,
                     job.name,
+                    extra=log_fields.for_job(job),
                 )
 
     def due_in(self) -> float:
@@ -116,6 +125,7 @@ def given_back_cancelled(job: Job) -> None:
         job.name,
         job.attempts,
         error["summary"],
+        extra=log_fields.for_job(job),
     )
     with enqueuer_context.restoring_safely(job.context):
         execution.finished(

@@ -18,7 +18,7 @@ from ...enqueuing import enqueuer_context, validation
 from ...exceptions import JobCancelled, MissingMigrations, UnknownJob
 from ...models import Isolation, Job, JobStatus
 from ...models.settling import CANCELLED
-from ...observability import run_hooks
+from ...observability import log_fields, run_hooks
 from ...operations import unknown_jobs
 from ...registry.registered import RegisteredJob
 from ...signals import job_failed, job_finished, job_started, send
@@ -94,7 +94,14 @@ def _run(
         with running(job):
             try:
                 send(job_started, job=job)
-                logger.debug("Job started id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
+                if logger.isEnabledFor(logging.DEBUG):  # the hot path: no fields built for nothing
+                    logger.debug(
+                        "Job started id=%s name=%s attempt=%s",
+                        job.pk,
+                        job.name,
+                        job.attempts,
+                        extra=log_fields.for_job(job),
+                    )
                 deadlines.arm(armed)
                 try:
                     # Two plain calls, not a nullcontext(): its Python __exit__ would be one more
@@ -146,6 +153,7 @@ def record_failure(
         delay,
         error["summary"],
         exc_info=failure,
+        extra=log_fields.for_job(job),
     )
     status = _store(
         job, outage, lambda e: job.mark_for_retry(worker, e, delay), error, JobStatus.READY, failure
@@ -196,6 +204,7 @@ def _failed(job: Job, error: dict, exc: BaseException | None) -> None:
         job.attempts,
         error["summary"],
         exc_info=exc if level == logging.ERROR else None,
+        extra=log_fields.for_job(job),
     )
     send(job_failed, job=job, error=job.errors[-1] if job.errors else error)
 
@@ -223,6 +232,7 @@ def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | No
             job.pk,
             job.name,
             grace,
+            extra=log_fields.for_job(job),
         )
         finished(job, status)
         send(job_failed, job=job, error=error)
@@ -233,6 +243,7 @@ def _unknown(job: Job, worker: str, exc: UnknownJob, outage: Outage) -> str | No
             job.name,
             delay,
             unknown_jobs.first_time_hint(job.name, grace),
+            extra=log_fields.for_job(job),
         )
         finished(job, status)
     return status
@@ -260,7 +271,12 @@ def _store(
     try:
         won = _write(outage, job, lambda: write(error), "storing the outcome")
     except Exception as exc:  # noqa: BLE001 - a refused value: try the shorter record
-        logger.error("Could not store the error of job id=%s, storing a shorter one: %s", job.pk, exc)
+        logger.error(
+            "Could not store the error of job id=%s, storing a shorter one: %s",
+            job.pk,
+            exc,
+            extra=log_fields.for_job(job),
+        )
         won = _write(outage, job, lambda: write(short), "storing the outcome")
     if won:
         status = job.status  # a retry of a job asked to stop is FAILED (models/cancelling.py)
@@ -279,7 +295,7 @@ def _write(outage: Outage, job: Job, write: Callable[[], Any], what: str) -> Any
     try:
         return outage.call(write, f"{what} of job {job.pk}")
     except MissingMigrations:
-        logger.exception("Cannot store the outcome of job id=%s", job.pk)
+        logger.exception("Cannot store the outcome of job id=%s", job.pk, extra=log_fields.for_job(job))
         return None
 
 
@@ -289,6 +305,7 @@ def _dropped(job: Job, status: str) -> None:
         job.pk,
         job.name,
         status,
+        extra=log_fields.for_job(job),
     )
 
 
@@ -304,7 +321,14 @@ def finished(job: Job, status: str, failure: BaseException | None = None) -> Non
     """Log and signal an outcome that was stored; `failure` is the attempt's exception."""
     run_hooks.outcome(job, status, failure)
     if status == JobStatus.SUCCESSFUL:
-        logger.debug("Job succeeded id=%s name=%s attempt=%s", job.pk, job.name, job.attempts)
+        if logger.isEnabledFor(logging.DEBUG):  # the hot path: no fields built for nothing
+            logger.debug(
+                "Job succeeded id=%s name=%s attempt=%s",
+                job.pk,
+                job.name,
+                job.attempts,
+                extra=log_fields.for_job(job),
+            )
     elif failure is not None:
         listener = failure_listener.get()
         if listener is not None:

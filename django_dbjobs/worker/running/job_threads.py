@@ -13,6 +13,7 @@ from django.db import DatabaseError, InterfaceError, connections
 
 from ...db.outage import Outage
 from ...models import Isolation, Job
+from ...observability import log_fields
 from ..identity import DatabaseErrors, Identity
 from ..leases.lease import Lease
 from . import execution
@@ -224,7 +225,9 @@ class JobThreads:
                         execution.run(job, self.identity.id, on_success=self.on_success, outage=outage)
                 except BaseException:  # noqa: B036 - a job thread must never die
                     logger.exception(
-                        "Could not store the outcome of job id=%s; it will be given back", job.pk
+                        "Could not store the outcome of job id=%s; it will be given back",
+                        job.pk,
+                        extra=log_fields.for_job(job),
                     )
                     not_stored = True
                 else:

@@ -19,6 +19,7 @@ from ... import registry
 from ...db.outage import Outage
 from ...enqueuing import enqueuer_context
 from ...exceptions import JobCancelled, JobTimeout
+from ...observability import log_fields
 from ..claiming.held import HeldJobs
 from . import deadlines, execution, interrupts
 
@@ -58,7 +59,7 @@ def _log(armed, then: str) -> None:
     else:
         what = "ran past its timeout and cannot be interrupted id=%s name=%s timeout=%ss: %s"
         details = (job.pk, job.name, armed.seconds)
-    logger.error("Job " + what, *details, then)
+    logger.error("Job " + what, *details, then, extra=log_fields.for_job(job))
 
 
 def give_up(armed, worker: str, outage: Outage, held: HeldJobs, grace: float, deferred: list) -> None:
@@ -90,4 +91,6 @@ def _record_safely(armed, worker: str, outage: Outage, min_delay: float) -> None
     try:
         record(armed, worker, outage, min_delay=min_delay)
     except Exception:  # noqa: BLE001 - the worker stops all the same
-        logger.exception("Could not record the timeout of job id=%s", armed.job.pk)
+        logger.exception(
+            "Could not record the timeout of job id=%s", armed.job.pk, extra=log_fields.for_job(armed.job)
+        )

@@ -13,6 +13,7 @@ from ...conf import settings
 from ...db.outage import Outage
 from ...enqueuing import enqueuer_context
 from ...models import Job, JobStatus
+from ...observability import log_fields
 from . import execution
 
 logger = logging.getLogger("django_dbjobs")
@@ -92,7 +93,10 @@ class SuccessBatch:
             )
         except Exception as exc:  # noqa: BLE001 - a value the database refused (see db/outage.py)
             logger.warning(
-                "A batch of successes was refused (%s); storing its %s jobs one by one", exc, len(batch)
+                "A batch of successes was refused (%s); storing its %s jobs one by one",
+                exc,
+                len(batch),
+                extra=log_fields.for_count(len(batch)),
             )
             for job, value in batch:
                 try:
@@ -100,12 +104,18 @@ class SuccessBatch:
                         execution.store_success(job, self.worker_id, value, self.outage)
                 except Exception:  # noqa: BLE001 - every record refused: give the job back
                     logger.exception(
-                        "Could not store the outcome of job id=%s; it will be given back", job.pk
+                        "Could not store the outcome of job id=%s; it will be given back",
+                        job.pk,
+                        extra=log_fields.for_job(job),
                     )
                     self.on_not_stored()
             return
         if won is None:
-            logger.warning("Successes not stored before a forced stop count=%s", len(batch))
+            logger.warning(
+                "Successes not stored before a forced stop count=%s",
+                len(batch),
+                extra=log_fields.for_count(len(batch)),
+            )
             return
         stored = {job.pk for job in won}
         for job, _value in batch:
@@ -114,6 +124,7 @@ class SuccessBatch:
                     "Job outcome dropped: this worker no longer owns it id=%s name=%s status=SUCCESSFUL",
                     job.pk,
                     job.name,
+                    extra=log_fields.for_job(job),
                 )
             elif not (job.context or settings.CONTEXT_RESTORE):  # the common case, and the cheapest
                 execution.finished(job, JobStatus.SUCCESSFUL)
@@ -125,6 +136,7 @@ class SuccessBatch:
                             "its context: %r",
                             job.pk,
                             refused,
+                            extra=log_fields.for_job(job),
                         )
                     execution.finished(job, JobStatus.SUCCESSFUL)
 

@@ -84,6 +84,9 @@ DEFAULTS = {
     # statements (db/prepared.py); Django's DISABLE_SERVER_SIDE_CURSORS (transaction
     # pooling) turns them off too.
     "PREPARED_STATEMENTS": True,
+    # The token a scraper sends (Authorization: Bearer <token>) to read the database gauges
+    # (observability/gauges_view.py); None or "": staff users only.
+    "METRICS_TOKEN": None,
 }
 
 

@@ -39,6 +39,8 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_ADMIN_MASKED_JOBS", ["ok", ""], "dbjobs.E020"),
         ("DBJOBS_ASYNC_CLAIM_COMMIT", 1, "dbjobs.E028"),
         ("DBJOBS_PREPARED_STATEMENTS", "yes", "dbjobs.E029"),
+        ("DBJOBS_METRICS_TOKEN", 12345, "dbjobs.E033"),
+        ("DBJOBS_METRICS_TOKEN", b"bytes", "dbjobs.E033"),
     ],
 )
 def test_bad_settings_are_reported(settings, setting, value, check_id):
@@ -61,6 +63,12 @@ def test_a_setting_that_is_not_ours_is_warned_about(settings, setting, hint):
     warnings = check_settings()
     assert ids(warnings) == ["dbjobs.W003"]
     assert setting in warnings[0].msg and hint in warnings[0].hint
+
+
+@pytest.mark.parametrize("token", [None, "", "s3cret"])
+def test_a_metrics_token_is_none_or_a_string(settings, token):
+    settings.DBJOBS_METRICS_TOKEN = token
+    assert ids(check_settings()) == []
 
 
 def test_default_queue_must_be_in_the_queue_list(settings):

@@ -25,8 +25,9 @@ LAYERS = [
     ["workflows"],  # batches and dependencies (their bookkeeping: models/settling.py)
     ["schedules"],
     ["operations"],
+    ["observability.gauges"],  # the database gauges: read through operations/status.py
     ["worker"],
-    ["backend"],
+    ["backend", "observability.gauges_view"],  # the gauges' view, mounted in a project's urls.py
     ["testing", "checks"],
     ["pytest_plugin"],
     ["admin"],

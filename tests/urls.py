@@ -1,4 +1,6 @@
 from django.contrib import admin
 from django.urls import path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+from django_dbjobs.observability.gauges_view import metrics_view
+
+urlpatterns = [path("admin/", admin.site.urls), path("dbjobs/metrics", metrics_view)]

@@ -5,6 +5,7 @@ from django.db import connections
 
 from .databases import database_errors, migration_history_errors, sqlite_warnings
 from .jobs import job_module_errors, job_modules_setting_errors, unimported_job_warnings
+from .metrics import metrics_token_errors
 from .queues import limit_errors, queue_name_errors, unused_limit_warnings
 from .schedules import schedule_errors
 from .setting_names import RENAMED, unknown_setting_warnings
@@ -26,6 +27,7 @@ __all__ = [
     "check_settings",
     "hook_errors",
     "job_module_errors",
+    "metrics_token_errors",
     "migration_history_errors",
     "schedule_errors",
     "sqlite_warnings",
@@ -46,6 +48,7 @@ def check_settings(app_configs=None, **kwargs):
         *timeout_errors(),
         *switch_errors(),
         *keep_errors(),
+        *metrics_token_errors(),
         *heartbeat_warnings(),
         *limit_errors(),
         *unused_limit_warnings(),

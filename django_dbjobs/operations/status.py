@@ -107,9 +107,13 @@ class Status:
         }
 
 
-def read_status(queues: list[str] | None = None, using: str = "default") -> Status:
-    """The queues (all, or those named) and the live workers, by the database clock."""
-    rows = queue_rows(using)
+def read_status(queues: list[str] | None = None, using: str = "default", hand_backs: bool = True) -> Status:
+    """The queues (all, or those named) and the live workers, by the database clock.
+
+    With `hand_backs` False, the jobs handed back as unknown are neither counted nor named
+    (queue_stats.queue_rows()): what the database gauges leave out to read no job row.
+    """
+    rows = queue_rows(using, hand_backs)
     if queues:
         known = {row.name: row for row in rows}
         rows = [known.get(name) or QueueRow(name) for name in queues]

@@ -6,10 +6,12 @@ import json
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from django_dbjobs import batch, enqueue
 from django_dbjobs.models import Blocked, Job, JobDependency
-from django_dbjobs.operations.stuck_workflows import cannot_finish, cycles
+from django_dbjobs.operations.stuck_workflows import cannot_finish, cycles, read_stuck
 from tests import jobs
 
 
@@ -85,3 +87,14 @@ def test_status_finds_nothing_stuck_in_workflows_that_will_finish():
         call_command("dbjobs_status", "--json", stdout=out)
     assert "never run" not in str(failed.value)
     assert json.loads(out.getvalue())["workflows"]["stuck"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "mysql", reason="MySQL/MariaDB alone pick another index")
+def test_the_open_batches_active_jobs_are_read_on_the_batch_index():
+    with batch():
+        enqueue(jobs.add, 1, 1)
+    with CaptureQueriesContext(connection) as queries:
+        assert read_stuck() == ([], 0, False)
+    [read] = [query["sql"] for query in queries.captured_queries if "has_active" in query["sql"]]
+    assert "FORCE INDEX (`dbjobs_job_batch_idx`)" in read

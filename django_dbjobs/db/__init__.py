@@ -13,7 +13,7 @@ from .clock import as_datetime, database_now, seconds_from_now
 from .completions import WithoutLastWorker, finish_successes, finish_workflow_successes
 from .errors import ErrorKind, error_kind, is_lock_conflict
 from .idle_wakeups import data_version, idle_check_steps, notify_workers, supports_listen, uses_data_version
-from .index_hints import pks_on_index
+from .index_hints import ExistsOnIndex, pks_on_index
 from .indexes import (
     BatchJobsIndex,
     FailedJobsIndex,
@@ -31,6 +31,7 @@ from .support import SQLITE_RECOMMENDED_OPTIONS, ensure_supported
 from .text_values import key_fold, rejects_nul
 
 __all__ = [
+    "ExistsOnIndex",
     "SQLITE_RECOMMENDED_OPTIONS",
     "BatchJobsIndex",
     "ErrorKind",

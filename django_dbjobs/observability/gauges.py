@@ -2,8 +2,8 @@
 
 What dbjobs_status reads (operations/status.py: a handful of grouped queries on partial
 indexes, never the finished successes; without the jobs handed back as unknown), plus
-the running jobs per worker on the running-jobs index, turned into named gauges. Nothing here imports prometheus_client:
-gauges_view.py renders them.
+the running jobs per worker on the running-jobs index, turned into named gauges.
+Nothing here imports prometheus_client: gauges_view.py renders them.
 """
 
 from __future__ import annotations

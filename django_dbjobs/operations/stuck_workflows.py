@@ -13,8 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Exists, OuterRef
+from django.db.models import OuterRef
 
+from ..db import ExistsOnIndex
 from ..models import Batch, Job, JobDependency, JobStatus
 
 #: Dependency rows, and open batches, read at most.
@@ -54,7 +55,7 @@ def read_stuck(using: str = "default") -> tuple[list[StuckWorkflow], int, bool]:
     batches = list(
         Batch.objects.using(using)
         .filter(finished_at__isnull=True)
-        .annotate(has_active=Exists(active))
+        .annotate(has_active=ExistsOnIndex(active, "dbjobs_job_batch_idx"))
         .order_by("created_at", "pk")
         .values_list("pk", "total", "succeeded", "failed", "has_active", *CALLBACKS)[: MAX_BATCHES + 1]
     )

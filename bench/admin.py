@@ -526,26 +526,33 @@ class QueryTimer:
             self.queries.append(((time.perf_counter() - started) * 1000, sql, params))
 
 
+def timed_loads(client, url: str, runs: int, label: str):
+    """(milliseconds, queries) of each of `runs` loads of `url` after a warm-up, and the last response."""
+    from django.db import connection
+
+    loads = []
+    for run in range(runs + 1):
+        timer = QueryTimer()
+        started = time.perf_counter()
+        with connection.execute_wrapper(timer):
+            response = client.get(url)
+        elapsed = (time.perf_counter() - started) * 1000
+        if response.status_code != 200:
+            raise SystemExit(f"{label}: {url} answered HTTP {response.status_code}")
+        if run:  # the first load warms caches up
+            loads.append((elapsed, timer.queries))
+    return loads, response
+
+
 def measure(pages: list[tuple[str, str]], runs: int) -> list[dict]:
     from django.contrib.auth.models import User
-    from django.db import connection
     from django.test import Client
 
     client = Client()
     client.force_login(User.objects.get(username="bench-admin"))
     results = []
     for label, url in pages:
-        loads = []
-        for run in range(runs + 1):
-            timer = QueryTimer()
-            started = time.perf_counter()
-            with connection.execute_wrapper(timer):
-                response = client.get(url)
-            elapsed = (time.perf_counter() - started) * 1000
-            if response.status_code != 200:
-                raise SystemExit(f"{label}: {url} answered HTTP {response.status_code}")
-            if run:  # the first load warms caches up
-                loads.append((elapsed, timer.queries))
+        loads, _response = timed_loads(client, url, runs, label)
         times = [elapsed for elapsed, _queries in loads]
         slowest = [max(queries, key=lambda query: query[0]) for _elapsed, queries in loads]
         results.append(
@@ -624,16 +631,20 @@ def print_table(results: list[dict], options) -> None:
     print("(slowest q ms and all SQL ms: medians over the loads; the rest of a load is Python and templates)")
 
 
+def explain_prefix() -> str:
+    """What runs a query and shows its plan: with its real counts, except on SQLite."""
+    from django.db import connection
+
+    if connection.vendor == "mysql":
+        return "ANALYZE " if connection.mysql_is_mariadb else "EXPLAIN ANALYZE "
+    return {"postgresql": "EXPLAIN (ANALYZE, BUFFERS) ", "sqlite": "EXPLAIN QUERY PLAN "}[connection.vendor]
+
+
 def explain_slow(results: list[dict], slow_ms: float) -> None:
     """The slowest query of each page slower than `slow_ms`, with its plan."""
     from django.db import connection
 
-    if connection.vendor == "mysql":
-        prefix = "ANALYZE " if connection.mysql_is_mariadb else "EXPLAIN ANALYZE "
-    else:
-        prefix = {"postgresql": "EXPLAIN (ANALYZE, BUFFERS) ", "sqlite": "EXPLAIN QUERY PLAN "}[
-            connection.vendor
-        ]
+    prefix = explain_prefix()
     for row in results:
         if row["median_ms"] <= slow_ms:
             continue

@@ -28,12 +28,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.admin import (  # noqa: E402
-    QueryTimer,
     add_workers_and_queues,
     configure,
     ensure_index,
+    explain_prefix,
     fill,
     print_header,
+    timed_loads,
     urlpatterns,
 )
 
@@ -130,25 +131,15 @@ def measure(runs: int) -> None:
     from django.test import Client
 
     client = Client(headers={"Authorization": f"Bearer {TOKEN}"})
-    times, timers = [], []
-    for run in range(runs + 1):
-        timer = QueryTimer()
-        started = time.perf_counter()
-        with connection.execute_wrapper(timer):
-            response = client.get(URL)
-        elapsed = (time.perf_counter() - started) * 1000
-        if response.status_code != 200:
-            raise SystemExit(f"{URL} answered HTTP {response.status_code}")
-        if run:  # the first request warms caches up
-            times.append(elapsed)
-            timers.append(timer)
+    loads, response = timed_loads(client, URL, runs, "gauges")
+    times = [elapsed for elapsed, _queries in loads]
     lines = response.content.decode().count("\n")
     print(
         f"\nGauges view on {connection.vendor}: median {statistics.median(times):.1f} ms, "
         f"min {min(times):.1f}, max {max(times):.1f} ({runs} requests; "
-        f"{len(timers[-1].queries)} queries, {lines} lines of text)"
+        f"{len(loads[-1][1])} queries, {lines} lines of text)"
     )
-    explain(timers[len(timers) // 2])
+    explain(sorted(loads)[len(loads) // 2][1])
 
 
 def remove_flow_rows() -> None:
@@ -204,17 +195,12 @@ def add_flow_rows() -> None:
     )
 
 
-def explain(timer: QueryTimer) -> None:
+def explain(queries: list) -> None:
     """Each query of one request, with its time and plan."""
     from django.db import connection
 
-    if connection.vendor == "mysql":
-        prefix = "ANALYZE " if connection.mysql_is_mariadb else "EXPLAIN ANALYZE "
-    else:
-        prefix = {"postgresql": "EXPLAIN (ANALYZE, BUFFERS) ", "sqlite": "EXPLAIN QUERY PLAN "}[
-            connection.vendor
-        ]
-    for elapsed, sql, params in timer.queries:
+    prefix = explain_prefix()
+    for elapsed, sql, params in queries:
         print(f"\n-- {elapsed:.2f} ms: {sql[:400]}")
         if not sql.lstrip().upper().startswith("SELECT") or "FROM" not in sql.upper():
             continue

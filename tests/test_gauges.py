@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.utils import timezone
+from django.utils.connection import ConnectionDoesNotExist
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_dbjobs import enqueue
 from django_dbjobs.flow import admission
 from django_dbjobs.flow.rates import Rate, RateLimitedClaims
 from django_dbjobs.models import Job, JobStatus, Queue, WorkerProcess
+from django_dbjobs.observability.gauges_view import metrics_view
 from django_dbjobs.workflows import batch
 from tests import jobs
 from tests.conftest import live_worker
@@ -220,3 +222,11 @@ def test_mounting_the_view_imports_no_prometheus_client():
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)
+
+
+def test_the_view_reads_the_database_it_is_given(settings):
+    settings.DBJOBS_METRICS_TOKEN = TOKEN
+    request = RequestFactory().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
+    with pytest.raises(ConnectionDoesNotExist):
+        metrics_view(request, using="elsewhere")
+    assert metrics_view(request, using="default").status_code == 200

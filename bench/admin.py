@@ -70,7 +70,7 @@ ERRORS = [
 COLUMNS = (
     "id name args kwargs queue priority status run_at attempts pickups max_attempts worker worker_ids "
     "enqueued_at started_at last_attempted_at finished_at return_value errors last_error unique_key "
-    "active_key isolation scheduled_for"
+    "active_key isolation scheduled_for error_fingerprint"
 ).split()
 
 urlpatterns: list = []  # ROOT_URLCONF: admin.site.urls, added once Django is set up
@@ -299,7 +299,19 @@ def job_rows(count: int, now: datetime.datetime, naive: bool):
     span_ms = DAYS * 86_400_000
     start_ms = now_ms - span_ms
     types = rng.choices(JOB_TYPES, weights=[weight for *_, weight in JOB_TYPES], k=count)
+    from django_dbjobs.observability.fingerprints import fingerprint
+
     tracebacks = {summary: traceback_text(summary, rng) for summary in ERRORS}
+    causes = {
+        summary: fingerprint(
+            {
+                "exception_class_path": "builtins." + summary.split(":")[0],
+                "summary": summary,
+                "traceback": tracebacks[summary],
+            }
+        )
+        for summary in ERRORS
+    }
     worker_ids = [worker[0] for worker in WORKERS]
     running_from = count - 3000
 
@@ -378,6 +390,7 @@ def job_rows(count: int, now: datetime.datetime, naive: bool):
             unique_key if status in ("READY", "RUNNING") else None,
             "",
             None,
+            causes[last_error] if status == "FAILED" else None,
         )
 
 
@@ -471,6 +484,7 @@ def pick_pages() -> list[tuple[str, str]]:
     # Rows some way down the list (on small tables, the oldest of their kind).
     one = list(jobs.filter(status=JobStatus.SUCCESSFUL).values_list("pk", flat=True)[:5001])[-1]
     failed = list(jobs.filter(status=JobStatus.FAILED).values_list("pk", flat=True)[:501])[-1]
+    cause = Job.objects.get(pk=failed).error_fingerprint
     keyed = list(jobs.filter(name="crm.tasks.sync_customer").values_list("unique_key", flat=True)[:20001])[-1]
     base = "/admin/django_dbjobs/"
 
@@ -494,6 +508,9 @@ def pick_pages() -> list[tuple[str, str]]:
         ("dead letters", f"{base}failedjob/"),
         ("dead letters, queue=emails", f"{base}failedjob/?queue=emails"),
         ("dead-letter detail", f"{base}failedjob/{failed}/change/"),
+        ("dead letters by cause", f"{base}failuregroup/"),
+        ("dead letters, one cause", f"{base}failedjob/?cause={cause}"),
+        ("retry a cause, confirmation", f"{base}failuregroup/retry/?cause={cause}"),
         ("overview", f"{base}overview/"),
         ("queues", f"{base}queue/"),
         ("workers", f"{base}workerprocess/"),

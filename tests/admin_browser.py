@@ -35,6 +35,7 @@ import datetime, json, math, random
 from django.contrib.auth.models import User
 from django.utils import timezone
 from django_dbjobs.models import Job, Schedule, WorkerProcess
+from django_dbjobs.observability.fingerprints import fingerprint
 from django_dbjobs.schedules.definitions import sync_settings
 
 User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
@@ -69,7 +70,8 @@ def failed(name, minutes_ago, n, args):
         })
     return Job.objects.create(
         name=name, queue=queue, args=args, status="FAILED", attempts=attempts, max_attempts=attempts,
-        errors=errors, last_error=errors[-1]["summary"], finished_at=finished,
+        errors=errors, last_error=errors[-1]["summary"], error_fingerprint=fingerprint(errors[-1]),
+        finished_at=finished,
         started_at=finished - datetime.timedelta(seconds=30 * attempts),
         last_attempted_at=finished - datetime.timedelta(seconds=1),
         enqueued_at=finished - datetime.timedelta(seconds=30 * attempts + 5),

@@ -516,3 +516,19 @@ def keeps_on_when_asked(seconds, value):
     while time.monotonic() < deadline:
         time.sleep(0.01)
     record(value)
+
+
+@job(max_attempts=1)
+def declined(order_id):
+    """Fails in _decline(), the order's id in the message: one cause, whatever the order."""
+    _decline(order_id)
+
+
+def _decline(order_id):
+    raise ValueError(f"order {order_id} was declined")
+
+
+@job(max_attempts=1)
+def refund_declined(order_id):
+    """Fails with declined()'s message, raised in another function: another cause."""
+    raise ValueError(f"order {order_id} was declined")

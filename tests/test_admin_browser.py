@@ -2,7 +2,7 @@
 
 Looks at every page at 1280 px with the navigation sidebar open (nothing scrolls sideways),
 reads the timeline's order and the whole ids, logs in, retries and deletes dead letters through
-the pages (actions, confirmation pages and the buttons of the detail page), pauses a queue,
+the pages (actions, confirmation pages, the buttons of the detail page, a whole cause), pauses a queue,
 runs a schedule now, checks what the database holds afterwards, and takes the screenshots of
 the docs (``make screenshots`` writes them to docs/_static). Runs on each database of the session.
 
@@ -40,6 +40,7 @@ pytestmark = pytest.mark.slow
 ADMIN = "/admin/django_dbjobs/"
 JOBS = f"{ADMIN}job/"
 DEAD_LETTERS = f"{ADMIN}failedjob/"
+CAUSES = f"{ADMIN}failuregroup/"
 QUEUES = f"{ADMIN}queue/"
 OVERVIEW = f"{ADMIN}overview/"
 SCHEDULES = f"{ADMIN}schedule/"
@@ -70,6 +71,7 @@ def every_page(seeded: dict) -> list[str]:
         f"{DEAD_LETTERS}{dead}/change/",
         f"{DEAD_LETTERS}retry-matching/",
         f"{DEAD_LETTERS}delete-matching/",
+        CAUSES,
         SCHEDULES,
         f"{SCHEDULES}add/",
         f"{SCHEDULES}{seeded['schedule']}/change/",
@@ -100,6 +102,9 @@ def test_admin_in_a_browser(tmp_path, django_db_blocker):
         # One dead letter per way of retrying and deleting; every kind of job keeps some for the screenshot.
         retried, detail_retried, detail_deleted, action_deleted = dead[0], dead[3], dead[7], dead[4]
         kept = [pk for pk in dead if pk not in (retried, detail_retried, detail_deleted, action_deleted)]
+        report_kept = [
+            pk for pk in kept if dead.index(pk) in range(3, 7)
+        ]  # build_broken_report's, retried by cause
 
         with served(env, tmp_path / "runserver.log") as base, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, headless=True)
@@ -254,6 +259,30 @@ def test_admin_in_a_browser(tmp_path, django_db_blocker):
                 screenshot(page, shots / "admin-dead-letters.png")
                 page.goto(f"{base}{JOBS}{seeded['waiting']}/change/")
                 screenshot(page, shots / "admin-job.png")
+
+                # Dead letters by cause: one row per cause, each listing its jobs; its traceback opens.
+                page.goto(f"{base}{CAUSES}")
+                causes = page.locator("tr.dbjobs-cause")
+                expect(causes).to_have_count(3)
+                reports = causes.filter(has_text="demo.jobs.build_broken_report")
+                expect(reports).to_contain_text("ValueError: report")
+                expect(reports.locator("td.number")).to_have_text(str(len(report_kept)))
+                expect(reports.locator("pre.dbjobs-traceback")).to_be_hidden()
+                reports.locator("summary").click()
+                expect(reports.locator("pre.dbjobs-traceback")).to_contain_text("build_broken_report")
+                screenshot(page, shots / "admin-failure-groups.png")
+                # Its count links to the dead letters of that cause alone.
+                reports.locator("td.number a").click()
+                expect(rows).to_have_count(len(report_kept))
+                # Retry the whole cause: a confirmation listing its jobs, then the message.
+                page.goto(f"{base}{CAUSES}")
+                reports.locator("a.dbjobs-retry-cause").click()
+                expect(page.locator("h1")).to_have_text("Retry every dead letter of this cause?")
+                expect(page.locator("#content ul li")).to_have_count(len(report_kept))
+                submit(page, "input[type=submit][value='Yes, retry them']")
+                assert page.url == f"{base}{CAUSES}"
+                assert messages(page) == [f"{len(report_kept)} jobs queued again."]
+                expect(causes).to_have_count(2)
                 assert not errors, f"JavaScript errors on the admin pages: {errors}"
             finally:
                 browser.close()
@@ -265,6 +294,9 @@ def test_admin_in_a_browser(tmp_path, django_db_blocker):
         assert jobs[pk]["status"] == "READY" and jobs[pk]["attempts"] == 0, jobs[pk]
         assert not jobs[pk]["finished"] and jobs[pk]["errors"] > 0, "the error history is kept"
     assert detail_deleted not in jobs and action_deleted not in jobs
-    assert all(jobs[pk]["status"] == "FAILED" and jobs[pk]["attempts"] > 0 for pk in kept)
+    assert all(
+        jobs[pk]["status"] == "FAILED" and jobs[pk]["attempts"] > 0 for pk in kept if pk not in report_kept
+    )
+    assert all(jobs[pk]["status"] == "READY" and jobs[pk]["attempts"] == 0 for pk in report_kept)
     assert queues["emails"]["paused_at"] and queues["emails"]["paused_by"] == "admin"
     assert set(queues) == {"emails"}, "only the paused queue gets a row"

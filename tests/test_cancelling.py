@@ -11,6 +11,7 @@ from django_dbjobs import batch, enqueue
 from django_dbjobs.flow import admission
 from django_dbjobs.flow.rates import Rate, RateLimitedClaims, slots_in_use
 from django_dbjobs.models import Batch, Blocked, Isolation, Job, JobStatus, RateSlot
+from django_dbjobs.observability.fingerprints import fingerprint
 from django_dbjobs.signals import job_failed
 from django_dbjobs.worker.leases.sweep import sweep
 from tests import jobs
@@ -33,6 +34,9 @@ def assert_cancelled(pk, attempts, worker_ids):
     assert job.status == JobStatus.FAILED and job.errors[-1]["exception_class_path"] == CANCELLED
     assert (job.attempts, job.worker_ids, job.isolation) == (attempts, worker_ids, Isolation.NONE)
     assert job.finished_at is not None and job.last_error == job.errors[-1]["summary"]
+    assert job.error_fingerprint == fingerprint(job.errors[-1]), (
+        "the cause of a dead letter is stored with it"
+    )
     return job
 
 

@@ -15,7 +15,8 @@ PACKAGE = pathlib.Path(django_dbjobs.__file__).parent
 LAYERS = [
     ["observability.log_fields"],  # pure: the extra of a log line about a job (signals.py logs some)
     ["conf", "exceptions", "signals"],
-    ["cron", "registry"],  # pure: cron arithmetic; the registry of job functions
+    ["cron", "registry", "observability.fingerprints"],  # pure: cron arithmetic; the registry
+    # of job functions; a failure's fingerprint, which every write of a dead letter stores
     ["db"],  # everything that differs by database
     ["models"],
     ["observability"],  # run hooks, tracing, fingerprints; its parts that read the tables sit higher

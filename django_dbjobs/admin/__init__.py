@@ -1,5 +1,5 @@
-"""The django_dbjobs admin: jobs, dead letters, batches, schedules, workers, queues and an overview."""
+"""The django_dbjobs admin: jobs, dead letters and their causes, batches, schedules, workers, queues."""
 
-from . import batches, failed_jobs, jobs, queues, schedules, workers
+from . import batches, failed_jobs, failure_groups, jobs, queues, schedules, workers
 
-__all__ = ["batches", "failed_jobs", "jobs", "queues", "schedules", "workers"]
+__all__ = ["batches", "failed_jobs", "failure_groups", "jobs", "queues", "schedules", "workers"]

@@ -61,11 +61,38 @@ def delete_message(deleted: int, skipped: int) -> str:
     return text
 
 
+#: The value of ``?cause=`` for dead letters stored before causes were (no fingerprint).
+NO_FINGERPRINT = "none"
+
+
+def cause_parameter(fingerprint: str | None) -> str:
+    return NO_FINGERPRINT if fingerprint is None else fingerprint
+
+
+def fingerprint_of(value: str) -> str | None:
+    return None if value == NO_FINGERPRINT else value
+
+
+class CauseFilter(admin.SimpleListFilter):
+    """The dead letters of one cause (their error_fingerprint), as linked from the page of causes."""
+
+    title = gettext_lazy("cause")
+    parameter_name = "cause"
+
+    def lookups(self, request, model_admin):
+        return [(self.value(), self.value())] if self.value() else []
+
+    def queryset(self, request, queryset):
+        if not self.value():
+            return queryset
+        return queryset.filter(error_fingerprint=fingerprint_of(self.value()))
+
+
 @admin.register(FailedJob)
 class FailedJobAdmin(JobAdminBase):
     list_display = ["id_column", "name_and_error", "queue", "failed_at"]
     list_display_links = ["name_and_error"]
-    list_filter = [QueueFilter, JobNameFilter]
+    list_filter = [QueueFilter, JobNameFilter, CauseFilter]
     ordering = ["-finished_at", "-pk"]
     actions = ["retry", "delete_dead_letters"]
     deletable_label = gettext_lazy("failed")

@@ -1,6 +1,6 @@
 """The tables (jobs, dead letters, queues, workers, schedules, workflows, flow limits) and their querysets."""
 
-from .admin_pages import Overview
+from .admin_pages import FailureGroup, Overview
 from .failed_job import FailedJob, FailedJobQuerySet, RetryReport
 from .flow import ConcurrencyKey, RateSlot
 from .job import Blocked, Isolation, Job, JobQuerySet, JobStatus
@@ -17,6 +17,7 @@ __all__ = [
     "DefinedIn",
     "FailedJob",
     "FailedJobQuerySet",
+    "FailureGroup",
     "Isolation",
     "Job",
     "JobDependency",

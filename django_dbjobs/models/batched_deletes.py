@@ -70,8 +70,8 @@ class BatchedDeletes:
                     raise
         return 0
 
-    def _delete_in_batches(self, status: str, batch_size: int) -> tuple[int, int]:
-        """Delete these rows if still `status`, a batch at a time; return (deleted, skipped).
+    def _delete_in_batches(self, status: str, batch_size: int, fence: Q | None = None) -> tuple[int, int]:
+        """Delete these rows if still `status` (and `fence`), a batch at a time; return (deleted, skipped).
 
         Each batch is one DELETE in its own short transaction, fenced on the status in
         its WHERE clause. No delete signals are sent.
@@ -79,7 +79,7 @@ class BatchedDeletes:
         deleted = skipped = 0
         for pks in self._batches(batch_size):
             with transaction.atomic(using=self.db):
-                count = self._delete_rows(pks, status)
+                count = self._delete_rows(pks, status, fence)
             deleted += count
             skipped += len(pks) - count
         return deleted, skipped

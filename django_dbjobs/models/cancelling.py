@@ -20,6 +20,7 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from .. import db
+from ..observability.fingerprints import fingerprint
 from . import settling
 from .states import Isolation, JobStatus, done_if_keyed
 
@@ -52,6 +53,7 @@ def record_cancelled(owned, summary: str, refund: bool, before: tuple[dict, ...]
             .values_list("pk", "batch_id", "has_dependents", "errors", "attempts", "worker")
         )
         stored = {}
+        cause = fingerprint({"exception_class_path": settling.CANCELLED, "summary": summary})
         for pk, _batch, _dependents, errors, attempts, worker in rows:
             record = {
                 "exception_class_path": settling.CANCELLED,
@@ -71,6 +73,7 @@ def record_cancelled(owned, summary: str, refund: bool, before: tuple[dict, ...]
                 blocked=done_if_keyed(),
                 errors=[*(errors or []), *before, record],
                 last_error=summary,
+                error_fingerprint=cause,
                 **pickup,
             ):
                 stored[pk] = [*(errors or []), *before, record]
@@ -82,6 +85,7 @@ def record_cancelled(owned, summary: str, refund: bool, before: tuple[dict, ...]
 def mark(job, errors: list, refund: bool) -> None:
     """Make the copy `job` say what record_cancelled() stored for it (its loaded fields only)."""
     job.status, job.errors, job.last_error = JobStatus.FAILED, errors, errors[-1]["summary"]
+    job.error_fingerprint = fingerprint(errors[-1])
     job.active_key, job.isolation = None, Isolation.NONE
     if refund and not {"attempts", "worker_ids"} & job.get_deferred_fields():
         job.attempts, job.worker_ids = job.attempts - 1, job.worker_ids[:-1]

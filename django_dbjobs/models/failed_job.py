@@ -38,7 +38,8 @@ class RetryReport:
 
 
 def retry_changes() -> dict:
-    """The columns a retry writes: READY and due now, attempts reset, the error history kept."""
+    """The columns a retry writes: READY and due now, attempts reset, the error history kept
+    (its cause, the fingerprint of a dead letter, cleared)."""
     return {
         "status": JobStatus.READY,
         "run_at": Now(),
@@ -46,6 +47,7 @@ def retry_changes() -> dict:
         "worker": None,
         "worker_ids": [],
         "finished_at": None,
+        "error_fingerprint": None,
         "return_value": None,
         "active_key": F("unique_key"),
         "isolation": Isolation.NONE,
@@ -56,26 +58,27 @@ def retry_changes() -> dict:
 
 
 class FailedJobQuerySet(JobQuerySet):
-    def retry_all(self, batch_size: int = BATCH_SIZE) -> RetryReport:
+    def retry_all(self, batch_size: int = BATCH_SIZE, fence: Q | None = None) -> RetryReport:
         """Queue these dead letters again, `batch_size` at a time; report what changed and what not.
 
-        Each batch is one transaction of fenced UPDATEs (``status = 'FAILED'`` in the
-        WHERE clause), so a job retried twice, or deleted meanwhile, is skipped, never
+        Each batch is one transaction of fenced UPDATEs (``status = 'FAILED'``, and `fence`,
+        in the WHERE clause), so a job retried twice, or deleted meanwhile, is skipped, never
         run twice. A job whose unique_key another active job holds is skipped too.
         """
         report = RetryReport()
         for pks in self._batches(batch_size):
-            report.add(self._retry_batch(pks))
+            report.add(self._retry_batch(pks, fence))
         return report
 
-    def delete_all(self, batch_size: int = BATCH_SIZE) -> tuple[int, int]:
+    def delete_all(self, batch_size: int = BATCH_SIZE, fence: Q | None = None) -> tuple[int, int]:
         """Delete these dead letters, `batch_size` at a time; return (deleted, skipped).
 
-        Fenced: a job that is no longer FAILED (retried meanwhile) is skipped.
+        Fenced: a job that is no longer FAILED (retried meanwhile), or fails `fence`, is skipped.
         """
-        return self._delete_in_batches(JobStatus.FAILED, batch_size)
+        return self._delete_in_batches(JobStatus.FAILED, batch_size, fence)
 
-    def _retry_batch(self, pks: list[str]) -> RetryReport:
+    def _retry_batch(self, pks: list[str], fence: Q | None = None) -> RetryReport:
+        fence = fence or Q()
         jobs = Job.objects.using(self.db)
         keyed = dict(jobs.filter(pk__in=pks, unique_key__isnull=False).values_list("pk", "unique_key"))
         report = RetryReport()
@@ -93,13 +96,13 @@ class FailedJobQuerySet(JobQuerySet):
             retried: list[str] = []
             plain = [pk for pk in pks if pk not in keyed]
             if plain:
-                report.retried += jobs.filter(pk__in=plain).failed().update(**retry_changes())
+                report.retried += jobs.filter(fence, pk__in=plain).failed().update(**retry_changes())
                 retried += [pk for pk in plain if pk in batches or pk in callbacks]
             report.not_failed += len(plain) - report.retried
             for pk in keyed:  # one at a time: a key held elsewhere fails only its own statement
                 try:
                     with transaction.atomic(using=self.db):
-                        changed = jobs.filter(pk=pk).failed().update(**retry_changes())
+                        changed = jobs.filter(fence, pk=pk).failed().update(**retry_changes())
                 except IntegrityError:
                     report.key_held += 1
                     continue

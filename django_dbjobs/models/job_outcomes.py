@@ -9,6 +9,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 
 from .. import db
+from ..observability.fingerprints import fingerprint
 from . import cancelling, settling
 from .states import Isolation, JobStatus, blocked_again, done_if_keyed
 
@@ -144,6 +145,7 @@ class JobOutcomes:
             status=JobStatus.FAILED,
             errors=[*self.errors, error],
             last_error=error["summary"],
+            error_fingerprint=fingerprint(error),
             finished_at=Now(),
             active_key=None,
             isolation=Isolation.NONE,
@@ -215,6 +217,7 @@ class JobOutcomes:
         if self.attempts >= self.max_attempts:
             changes.update(
                 status=JobStatus.FAILED,
+                error_fingerprint=fingerprint(error),
                 finished_at=Now(),
                 active_key=None,
                 isolation=Isolation.NONE,

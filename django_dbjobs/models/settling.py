@@ -28,6 +28,7 @@ from django.db.models.functions import Greatest, Now
 
 from .. import db
 from ..exceptions import DependencyFailed, JobCancelled
+from ..observability.fingerprints import fingerprint
 from .states import Blocked, JobStatus, blocked_again, done_if_keyed
 from .workflow import Batch, JobDependency
 
@@ -154,6 +155,7 @@ def cancel_unstarted(jobs, error_class: str, summary: str, history: list | None 
         active_key=None,
         errors=[*(history or []), error],
         last_error=summary,
+        error_fingerprint=fingerprint(error),
         blocked=done_if_keyed(),
         **changes,
     )

@@ -2,9 +2,10 @@
 
 A handful of grouped queries on partial indexes (queue_stats.queue_rows(), the jobs
 handed back as unknown, flow control (flow_status.py), open batches and the dependency rows
-still to count (workflow_status.py), and one on the worker table),
-never a scan of the finished jobs, so it is cheap enough for a probe that runs every few
-seconds against a table of millions of rows.
+still to count (workflow_status.py), one on the worker table, and, for dbjobs_status when
+there are dead letters, their causes (observability/failure_groups.py: the index of causes
+alone, and one row per cause shown), never a scan of the finished jobs' rows, so it is
+cheap enough for a probe that runs every few seconds against a table of millions of rows.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from ..models import WorkerProcess
 from ..models.clock import database_clock
+from ..observability.failure_groups import STATUS_CAUSES, Cause, causes
 from . import unknown_jobs
 from .flow_status import FlowStatus, read_flow
 from .queue_stats import QueueRow, queue_rows
@@ -38,6 +40,8 @@ class Status:
     flow: FlowStatus = field(default_factory=FlowStatus)
     #: Batches not finished yet, and what can no longer finish.
     workflows: WorkflowStatus = field(default_factory=WorkflowStatus)
+    #: The most frequent causes of the dead letters (observability/failure_groups.py).
+    causes: list[Cause] = field(default_factory=list)
 
     @property
     def serving(self) -> list[WorkerProcess]:
@@ -89,6 +93,7 @@ class Status:
             ],
             "flow": self.flow.as_json(),
             "workflows": self.workflows.as_json(self.checked_at),
+            "failure_causes": [cause.as_json() for cause in self.causes],
             "workers": {
                 "live": len(self.workers),
                 "threads": sum(worker.concurrency for worker in self.workers),
@@ -107,13 +112,20 @@ class Status:
         }
 
 
-def read_status(queues: list[str] | None = None, using: str = "default", hand_backs: bool = True) -> Status:
+def read_status(
+    queues: list[str] | None = None,
+    using: str = "default",
+    hand_backs: bool = True,
+    with_causes: bool = False,
+) -> Status:
     """The queues (all, or those named) and the live workers, by the database clock.
 
     With `hand_backs` False, the jobs handed back as unknown are neither counted nor named
     (queue_stats.queue_rows()): what the database gauges leave out to read no job row.
+    With `with_causes`, the most frequent causes of the dead letters too (dbjobs_status).
     """
     rows = queue_rows(using, hand_backs)
+    dead_letters = with_causes and any(row.failed for row in rows)
     if queues:
         known = {row.name: row for row in rows}
         rows = [known.get(name) or QueueRow(name) for name in queues]
@@ -130,6 +142,8 @@ def read_status(queues: list[str] | None = None, using: str = "default", hand_ba
         unknown=unknown,
         flow=flow,
         workflows=read_workflows(using),
+        # Read only when there are dead letters: the index of causes, and one row per cause.
+        causes=causes("count", STATUS_CAUSES, using, where=False) if dead_letters else [],
     )
 
 
@@ -209,6 +223,10 @@ def table(status: Status) -> list[str]:
         text.append("(no jobs waiting, running or failed)")
     text.extend(status.flow.lines())
     text.extend(status.workflows.lines())
+    if status.causes:
+        text.append(f"Dead letters by cause (the {len(status.causes)} most frequent):")
+        for cause in status.causes:
+            text.append(f"  {cause.count:>6}  {cause.fingerprint or '(none)':16}  {cause.summary[:100]}")
     threads = sum(worker.concurrency for worker in status.workers)
     text.append(f"Live workers: {len(status.workers)} ({threads} job threads)")
     for worker in status.workers:

@@ -54,7 +54,7 @@ class Command(BaseCommand):
         using = options["database"] or router.db_for_write(Job)
         try:
             with saying_to_migrate(using):
-                status = read_status(queues or None, using=using)
+                status = read_status(queues or None, using=using, with_causes=True)
         except (DatabaseError, InterfaceError) as exc:
             raise CommandError(
                 f"Cannot read the job tables of database {using!r}: {exc}", returncode=2

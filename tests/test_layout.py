@@ -19,7 +19,9 @@ LAYERS = [
     # of job functions; a failure's fingerprint, which every write of a dead letter stores
     ["db"],  # everything that differs by database
     ["models"],
-    ["observability"],  # run hooks, tracing, failure groups; some parts sit lower or higher (entries of their own)
+    [
+        "observability"
+    ],  # run hooks, tracing, failure groups; some parts sit lower or higher (entries of their own)
     ["context"],
     ["flow"],  # concurrency keys, rate limits, cancel requests
     ["enqueuing"],

@@ -87,6 +87,9 @@ DEFAULTS = {
     # The token a scraper sends (Authorization: Bearer <token>) to read the database gauges
     # (observability/gauges_view.py); None or "": staff users only.
     "METRICS_TOKEN": None,
+    # Trace enqueues and runs with OpenTelemetry when the project has set up a tracer
+    # provider (docs/observability.rst); False: never, even then.
+    "TRACING": True,
 }
 
 

@@ -20,6 +20,7 @@ from django.db.models.functions import Now
 from .db.outage import Outage
 from .flow import admission
 from .models import Blocked, Job, JobStatus
+from .observability import consuming
 from .signals import job_enqueued
 from .worker.running import execution
 
@@ -54,6 +55,7 @@ def run_jobs(
     is stored.
     """
     using = using or router.db_for_write(Job)
+    consuming.install()  # traced as a worker's runs are, if the project set up OpenTelemetry
     failures: list[BaseException] = []
     token = execution.failure_listener.set(lambda job, failure: failures.append(failure))
     try:

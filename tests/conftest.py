@@ -294,3 +294,39 @@ def waiter():
     finally:
         waiter.stop()
         event.close()
+
+
+@pytest.fixture
+def spans():
+    """Trace with an OpenTelemetry SDK provider for this test; yield its in-memory exporter.
+
+    The API lets a process set its provider once: the fixture puts the API's globals
+    back as they were, so the tests after it run untraced.
+    """
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from django_dbjobs.observability import consuming, run_hooks
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _forget_tracer_provider()
+    trace.set_tracer_provider(provider)
+    try:
+        yield exporter
+    finally:
+        _forget_tracer_provider()
+        run_hooks.remove(consuming.running)
+        run_hooks.remove(consuming.finished)
+        provider.shutdown()
+
+
+def _forget_tracer_provider():
+    from opentelemetry import trace
+    from opentelemetry.util._once import Once
+
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None

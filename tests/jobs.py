@@ -532,3 +532,28 @@ def _decline(order_id):
 def refund_declined(order_id):
     """Fails with declined()'s message, raised in another function: another cause."""
     raise ValueError(f"order {order_id} was declined")
+
+
+@job
+def opens_a_span(name):
+    """Open a span of the job's own, as instrumented code (a client library) would."""
+    from opentelemetry import trace
+
+    with trace.get_tracer("tests").start_as_current_span(name):
+        pass
+
+
+@job
+async def async_opens_a_span(name):
+    """opens_a_span(), from an ``async def`` job's event loop."""
+    from opentelemetry import trace
+
+    with trace.get_tracer("tests").start_as_current_span(name):
+        pass
+
+
+@job(max_attempts=3)
+def cancels_itself():
+    from django_dbjobs.exceptions import JobCancelled
+
+    raise JobCancelled("the job saw it was not wanted")

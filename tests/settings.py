@@ -157,6 +157,13 @@ if os.environ.get("DBJOBS_TEST_JSON_LOG"):
         "loggers": {"django_dbjobs": {"handlers": ["file"], "level": "DEBUG"}},
     }
 
+# DBJOBS_TEST_TRACE_FILE=<path>: this process traces with the OpenTelemetry SDK, writing
+# its spans to that file (tests/trace_export.py).
+if os.environ.get("DBJOBS_TEST_TRACE_FILE"):
+    from tests import trace_export
+
+    trace_export.set_up(os.environ["DBJOBS_TEST_TRACE_FILE"])
+
 # Every test process (run_jobs subprocesses included) prints all its threads' stacks on
 # SIGUSR2: a test that finds jobs stuck under a live worker asks it where it is
 # (tests/test_workflow_workers.py stuck()).

@@ -41,6 +41,7 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_PREPARED_STATEMENTS", "yes", "dbjobs.E029"),
         ("DBJOBS_METRICS_TOKEN", 12345, "dbjobs.E033"),
         ("DBJOBS_METRICS_TOKEN", b"bytes", "dbjobs.E033"),
+        ("DBJOBS_TRACING", "on", "dbjobs.E034"),
     ],
 )
 def test_bad_settings_are_reported(settings, setting, value, check_id):

@@ -38,9 +38,9 @@ def test_a_spec_is_a_value():
     assert hash(JobSpec(queue="a")) == hash(JobSpec(queue="a"))
 
 
-def test_enqueue_options_are_the_spec_fields_but_capture_context_with_the_same_types():
+def test_enqueue_options_are_the_spec_fields_but_the_internal_ones_with_the_same_types():
     fields = typing.get_type_hints(JobSpec)
-    assert set(fields) - ENQUEUE_OPTIONS == {"capture_context"}
+    assert set(fields) - ENQUEUE_OPTIONS == {"capture_context", "trace_context"}
     assert {name: fields[name] for name in ENQUEUE_OPTIONS} == typing.get_type_hints(EnqueueOptions)
     assert PREPARE_OPTIONS == ENQUEUE_OPTIONS - {"batch", "after", "after_failure"}
     assert ENQUEUE_MANY_OPTIONS == ENQUEUE_OPTIONS - {"unique_key", "concurrency_key", "concurrency_limit"}
@@ -54,6 +54,7 @@ def test_no_option_is_the_one_default_spec():
     ("function", "allowed", "option"),
     [
         ("enqueue", ENQUEUE_OPTIONS, "capture_context"),
+        ("enqueue", ENQUEUE_OPTIONS, "trace_context"),
         ("prepare", PREPARE_OPTIONS, "batch"),
         ("enqueue_many", ENQUEUE_MANY_OPTIONS, "unique_key"),
     ],

@@ -25,6 +25,7 @@ from ..enqueuing.spec import JobSpec
 from ..exceptions import InvalidJob
 from ..flow import keys
 from ..models import Job
+from ..observability import producing
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -126,9 +127,9 @@ class DatabaseBackend(BaseTaskBackend):
             unique_key=key,
             using=self.using,
         )
-        fields, using = enqueuing.job_fields(registered, args, kwargs, spec)
-        # In a ``batch()`` block it joins the batch; in an ``after()`` block, it waits.
-        job, created = enqueuing.store_new(fields, using, spec)
+        job, created = producing.send(
+            lambda trace: _store(registered, args, kwargs, spec.traced(trace)), producing.first
+        )
         result = task_result(job, task, self.alias)
         if created:  # a held unique key returns the holder's result: nothing was enqueued
             task_enqueued.send(type(self), task_result=result)
@@ -215,6 +216,13 @@ class DatabaseBackend(BaseTaskBackend):
 
 
 _importable: set[Callable] = set()
+
+
+def _store(registered, args, kwargs: dict[str, Any], spec: JobSpec) -> tuple[Job, bool]:
+    """Store the task's job as `spec` asks; return it (or its unique key's holder) and if it is new."""
+    fields, using = enqueuing.job_fields(registered, args, kwargs, spec)
+    # In a ``batch()`` block it joins the batch; in an ``after()`` block, it waits.
+    return enqueuing.store_new(fields, using, spec)
 
 
 def _check_importable(task: Task) -> None:

@@ -194,6 +194,11 @@ def switch_errors() -> list[checks.Error]:
             "dbjobs.E029",
             "True (the default) prepares the worker's claim and enqueue()'s INSERT on PostgreSQL.",
         ),
+        (
+            "TRACING",
+            "dbjobs.E034",
+            "True (the default) traces jobs whenever an OpenTelemetry tracer provider is set.",
+        ),
     ):
         value = getattr(settings, name)
         if not isinstance(value, bool):

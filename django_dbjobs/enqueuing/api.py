@@ -16,7 +16,7 @@ from django.db import DatabaseError, OperationalError, connections, router, tran
 
 from .. import db, registry
 from ..models import Job
-from ..observability import log_fields
+from ..observability import log_fields, producing
 from ..registry import discovery
 from ..registry.registered import RegisteredJob
 from ..signals import has_receivers, job_enqueued
@@ -109,6 +109,10 @@ def enqueue(
     nothing is written and that job is returned instead.
     """
     spec = JobSpec.of("enqueue", args, options, ENQUEUE_OPTIONS)
+    return producing.send(lambda trace: _enqueue(job, args, kwargs, spec.traced(trace)), producing.single)
+
+
+def _enqueue(job: JobTarget, args: tuple, kwargs: dict[str, Any] | None, spec: JobSpec) -> Job:
     fields, using = job_fields(job, args, kwargs, spec)
     return store_new(fields, using, spec)[0]
 

@@ -14,6 +14,7 @@ from ..exceptions import InvalidJob, InvalidJobArguments
 from ..flow import keys
 from ..models import Blocked, Job
 from ..models.states import rated_queues
+from ..observability import producing
 from ..signals import has_receivers
 from . import inserts, rows, validation, workflow_cycles, workflow_options
 from .api import JobTarget, _enqueued, common_fields, prepared
@@ -41,12 +42,23 @@ def bulk_enqueue(
     jobs = list(jobs)
     if not jobs:
         return []
+    return producing.send(
+        lambda trace: _bulk_enqueue(jobs, batch_size, batch, after, after_failure, trace), list, many=True
+    )
+
+
+def _bulk_enqueue(
+    jobs: list[Job], batch_size: int, batch: Any, after: Any, after_failure: str | None, trace: dict | None
+) -> list[Job]:
+    """bulk_enqueue(), the jobs sent with the trace context `trace` (None: as they are)."""
     for instance in jobs:
         if not isinstance(instance, Job) or instance._state.adding is False:
             raise TypeError("bulk_enqueue() takes unsaved jobs made by prepare().")
         if instance.unique_key is not None:
             raise InvalidJob("bulk_enqueue() does not take unique_key; use enqueue() for unique jobs.")
         _flow_state(instance)
+        if trace is not None:
+            instance.trace_context = trace
     using = jobs[0]._state.db or router.db_for_write(Job)
     batch_id = workflow_options.batch_of(batch, using)
     upstream, run_on_failure = workflow_options.waits(after, after_failure)
@@ -125,6 +137,12 @@ def enqueue_many(
                 f"arguments[{index}] is a {type(item).__name__}; each item must be a tuple of "
                 "positional arguments, such as (user_id,)."
             )
+    return producing.send(
+        lambda trace: _enqueue_many(job, items, batch_size, spec.traced(trace)), list, many=True
+    )
+
+
+def _enqueue_many(job: JobTarget, items: list, batch_size: int, spec: JobSpec) -> list[Job]:
     registered = registry.resolve(job)
     if registered.options.concurrency_key is not None:  # a key per item: made as prepare() makes it
         jobs = []
@@ -133,9 +151,8 @@ def enqueue_many(
                 jobs.append(prepared(registered, item, None, spec))
             except InvalidJob as exc:
                 raise type(exc)(f"arguments[{index}]: {exc}") from None
-        return bulk_enqueue(
-            jobs, batch_size=batch_size, batch=spec.batch, after=spec.after, after_failure=spec.after_failure
-        )
+        # Sent with the spec's trace context, in this call's span: not a span of its own.
+        return _bulk_enqueue(jobs, batch_size, spec.batch, spec.after, spec.after_failure, None)
     common, using = common_fields(registered, spec)
     reject_nul = db.rejects_nul(using)
     each, texts = [], []

@@ -84,6 +84,9 @@ class JobSpec:
     #: Not an enqueue() option: whether the enqueuer's context (language, timezone,
     #: DBJOBS_CONTEXT_CAPTURE) goes with it. A schedule's or an import's job has no enqueuer.
     capture_context: bool = True
+    #: Not an enqueue() option: the W3C trace context of the span that sends it
+    #: (observability/producing.py); None: not traced.
+    trace_context: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, function: str, args: tuple, options: Mapping[str, Any], allowed: frozenset[str]) -> JobSpec:
@@ -93,6 +96,10 @@ class JobSpec:
         if not allowed.issuperset(options):
             _refuse_unknown_options(function, args, {k: v for k, v in options.items() if k not in allowed})
         return cls(**options)
+
+    def traced(self, carrier: dict[str, Any] | None) -> JobSpec:
+        """This spec with the trace context `carrier` (producing.send()'s); itself for None."""
+        return self if carrier is None else dataclasses.replace(self, trace_context=carrier)
 
     def columns(
         self, registered: RegisteredJob, args: list, kwargs: dict, reject_nul: bool
@@ -128,6 +135,8 @@ class JobSpec:
             context = enqueuer_context.capture()
             if context is not None:
                 fields["context"] = context
+        if self.trace_context is not None:
+            fields["trace_context"] = self.trace_context
         return fields
 
 

@@ -32,7 +32,7 @@ from ..enqueuing import rows
 from ..enqueuing.spec import JobSpec
 from ..exceptions import InvalidSchedule
 from ..models import Job, Schedule, ScheduleTick
-from ..observability import log_fields
+from ..observability import log_fields, producing
 from ..signals import job_enqueued, schedule_fired, send
 
 logger = logging.getLogger("django_dbjobs")
@@ -50,8 +50,12 @@ class Fired:
     due_times: list[datetime.datetime] = field(default_factory=list)
 
 
-def build_job(schedule: Schedule, due: datetime.datetime, using: str) -> tuple[Job, dict[str, Any]]:
-    """The unsaved job for one run of `schedule`, validated (InvalidJob if not); and its fields."""
+def build_job(
+    schedule: Schedule, due: datetime.datetime, using: str, trace: dict | None = None
+) -> tuple[Job, dict[str, Any]]:
+    """The unsaved job for one run of `schedule`, validated (InvalidJob if not); and its fields.
+
+    `trace`: the trace context of the span that sends it (observability/producing.py)."""
     kwargs = dict(schedule.kwargs)
     if schedule.due_time_argument:
         kwargs[schedule.due_time_argument] = due.astimezone(datetime.timezone.utc).isoformat()
@@ -62,6 +66,7 @@ def build_job(schedule: Schedule, due: datetime.datetime, using: str) -> tuple[J
         unique_key=f"dbjobs-schedule:{schedule.name}" if schedule.no_overlap else None,
         using=using,
         capture_context=False,  # a scheduler has no enqueuer
+        trace_context=trace,
     )
     fields, using = enqueuing.job_fields(schedule.job, tuple(schedule.args), kwargs, spec)
     fields["scheduled_for"] = due
@@ -74,6 +79,16 @@ def fire(schedule: Schedule, now: datetime.datetime, worker_id: str, using: str)
     Raises InvalidSchedule or InvalidJob (the schedule cannot fire as it stands) before
     writing anything.
     """
+    return producing.send(lambda trace: _fire(schedule, now, worker_id, using, trace), _fired_jobs)
+
+
+def _fired_jobs(fired: Fired) -> list[Job]:
+    return fired.jobs
+
+
+def _fire(
+    schedule: Schedule, now: datetime.datetime, worker_id: str, using: str, trace: dict | None
+) -> Fired:
     plan = missed_runs.plan(
         schedule.cron_schedule(),
         schedule.next_due_at,
@@ -81,7 +96,7 @@ def fire(schedule: Schedule, now: datetime.datetime, worker_id: str, using: str)
         schedule.missed_runs,
         datetime.timedelta(seconds=schedule.catch_up_window),
     )
-    built = [build_job(schedule, due, using) for due in plan.run]
+    built = [build_job(schedule, due, using, trace) for due in plan.run]
     skip: set[datetime.datetime] = set()
     for _ in range(3):
         fired = Fired(plan.next_due)
@@ -178,8 +193,12 @@ def run_now(schedule: Schedule, using: str | None = None) -> tuple[Job, bool]:
     is returned instead.
     """
     using = using or schedule._state.db or "default"
+    return producing.send(lambda trace: _run_now(schedule, using, trace), producing.first)
+
+
+def _run_now(schedule: Schedule, using: str, trace: dict | None) -> tuple[Job, bool]:
     requested = timezone.now()
-    job, fields = build_job(schedule, requested, using)
+    job, fields = build_job(schedule, requested, using, trace)
     with transaction.atomic(using=using):
         stored, created = enqueuing.store(job, fields, using, quiet=True)
         if created:

@@ -13,6 +13,7 @@ from ..enqueuing.spec import JobSpec
 from ..enqueuing.workflow_options import open_batch
 from ..exceptions import InvalidJob
 from ..models import Batch, Blocked, Job, settling
+from ..observability import producing
 
 #: Longest batch description.
 MAX_DESCRIPTION = 255
@@ -65,6 +66,10 @@ def batch(
 
 def _waiting_callback(target: Any, using: str) -> Job:
     """Store a batch's callback job, waiting (Blocked.AFTER) until the batch finishes."""
-    fields, using = api.job_fields(target, ({},), None, JobSpec(using=using))
+    return producing.send(lambda trace: _store_callback(target, using, trace), producing.single, link=True)
+
+
+def _store_callback(target: Any, using: str, trace: dict | None) -> Job:
+    fields, using = api.job_fields(target, ({},), None, JobSpec(using=using, trace_context=trace))
     fields.update(blocked=Blocked.AFTER, waiting_for=1)
     return api.store(rows.build(fields, using), fields, using)[0]

@@ -13,6 +13,7 @@ from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management import logs
 from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
 from django_dbjobs.management.worker_checks import without_unused_checks
+from django_dbjobs.observability import tracing
 from django_dbjobs.operations import known_queues
 from django_dbjobs.worker.lifecycle import replacement, stop_signals, supervisor
 from django_dbjobs.worker.lifecycle.burst_progress import BurstProgress
@@ -128,6 +129,7 @@ class Command(BaseCommand):
             # A stop now ends the process at once: a KeyboardInterrupt would make Python wait
             # for the stuck call's thread (an async job's event loop is not a daemon thread).
             signal.signal(signum, signal.SIG_DFL)
+        tracing.flush()  # the spans a batching exporter holds: the process ends without atexit
         if replace and self._replacement.possible():
             self._replacement.replace()  # returns only if it failed
         self.stderr.write(message)

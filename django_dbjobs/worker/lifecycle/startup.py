@@ -9,7 +9,7 @@ from ... import db, registry
 from ...conf import settings
 from ...db.outage import Outage
 from ...flow import rates
-from ...observability import log_fields
+from ...observability import consuming, log_fields
 from ...operations import known_queues
 from ...schedules.scheduler import Scheduler
 from ..identity import Identity
@@ -40,6 +40,7 @@ def start(
 ) -> Heartbeat:
     """Sync the settings' schedules, register the worker, start its heartbeat and threads."""
     identity, outage = parts.identity, parts.outage
+    consuming.install()  # traces its runs if the project set up OpenTelemetry
     if scheduler is not None:
         outage.call(scheduler.sync_settings, "syncing DBJOBS_SCHEDULES")
     moved = outage.call(lambda: rates.sync_blocked(identity.using), "applying DBJOBS_QUEUE_LIMITS")

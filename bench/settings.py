@@ -26,3 +26,8 @@ DATABASES = {"default": _db}
 DBJOBS_PREPARED_STATEMENTS = env.bool("BENCH_PREPARED_STATEMENTS", default=True)
 # PostgreSQL: BENCH_ASYNC_CLAIM_COMMIT=1 commits claims without waiting for the WAL flush.
 DBJOBS_ASYNC_CLAIM_COMMIT = env.bool("BENCH_ASYNC_CLAIM_COMMIT", default=False)
+# BENCH_TRACING=1: this worker traces with the OpenTelemetry SDK, its spans dropped (bench/tracing.py).
+if os.environ.get("BENCH_TRACING"):
+    from bench.tracing import set_up_worker
+
+    set_up_worker()

@@ -1,4 +1,4 @@
-"""Traces of every way in: enqueue_many(), prepare() + bulk_enqueue(), django.tasks, schedules, batch callbacks."""
+"""Traces of every way in: enqueue_many(), bulk_enqueue(), django.tasks, schedules, batch callbacks."""
 
 import datetime
 

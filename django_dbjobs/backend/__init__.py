@@ -26,6 +26,7 @@ from ..exceptions import InvalidJob
 from ..flow import keys
 from ..models import Job
 from ..observability import producing
+from ..registry.registered import RegisteredJob
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -218,7 +219,9 @@ class DatabaseBackend(BaseTaskBackend):
 _importable: set[Callable] = set()
 
 
-def _store(registered, args, kwargs: dict[str, Any], spec: JobSpec) -> tuple[Job, bool]:
+def _store(
+    registered: RegisteredJob, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any], spec: JobSpec
+) -> tuple[Job, bool]:
     """Store the task's job as `spec` asks; return it (or its unique key's holder) and if it is new."""
     fields, using = enqueuing.job_fields(registered, args, kwargs, spec)
     # In a ``batch()`` block it joins the batch; in an ``after()`` block, it waits.

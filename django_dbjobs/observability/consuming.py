@@ -118,11 +118,12 @@ def _origin(job: Job) -> tuple[Any, list]:
     carrier = job.trace_context
     if not carrier:  # enqueued untraced: the run starts a trace of its own
         return context.Context(), []
-    sender = trace.get_current_span(propagate.extract(carrier)).get_span_context()
+    enqueuer = propagate.extract(carrier)
+    sender = trace.get_current_span(enqueuer).get_span_context()
     if not sender.is_valid:
         return context.Context(), []
     if job.attempts <= 1 and not carrier.get(tracing.LINK) and not _late(job):
-        return propagate.extract(carrier), []
+        return enqueuer, []
     links = [trace.Link(sender, {"django_dbjobs.link": "enqueue"})]
     if carrier.get(tracing.LINK):
         links += _batch_links(job, sender)

@@ -3,7 +3,8 @@
 Tracing is on when ``opentelemetry.trace`` has been imported (by the project: nothing here
 imports it), a real tracer provider is set (the API's default proxy or a no-op provider
 means off) and DBJOBS_TRACING is not False. The check is a dictionary look-up and two
-attribute reads, made on every enqueue and run, so a provider set late is still seen.
+attribute reads (tracer()), made on every enqueue and run, so a provider set late is
+still seen.
 """
 
 from __future__ import annotations
@@ -23,15 +24,26 @@ LINK = "dbjobs_link"
 # life of the process; comparing it is cheaper than asking the API which kind it is.
 _seen: Any = None
 _tracer: Any = None
+# Whether the API was asked once: then an unset global means no provider (see tracer()).
+_asked = False
+_UNKNOWN = object()
 
 
 def tracer() -> Any:
     """The tracer of jobs' spans, or None when tracing is off."""
-    global _seen, _tracer
+    global _seen, _tracer, _asked
     api = sys.modules.get("opentelemetry.trace")
     if api is None or not settings.TRACING:
         return None
-    provider = api.get_tracer_provider()
+    # The API's global, read: get_tracer_provider() looks in os.environ on every call while
+    # no provider is set (a microsecond or two). It is asked once, for the provider the
+    # environment may name (OTEL_PYTHON_TRACER_PROVIDER), which it then sets as the global.
+    provider = getattr(api, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None and _asked:
+        return None
+    if provider is None or provider is _UNKNOWN:
+        provider = api.get_tracer_provider()
+        _asked = True
     if provider is not _seen:
         _tracer = _tracer_of(api, provider)
         _seen = provider

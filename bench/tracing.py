@@ -8,15 +8,19 @@
 span is made, recorded and handed on, but nothing is sent (an exporter's own cost is its
 own). The drain's jobs are enqueued in the same mode and run by one ``run_jobs
 --concurrency 2 --burst`` (BENCH_TRACING=1 gives the worker the same provider: bench/settings.py).
-Runs take turns, off then on. Also the check each enqueue and run makes when tracing is off,
-with ``opentelemetry`` not imported and imported. Uses a scratch database, as bench/run.py does.
+Runs take turns, off then on; CPU time per job is this process's for the enqueues and the
+worker's for the drain, steadier than rates on a busy machine. Also the check each
+enqueue and run makes when tracing is off, with ``opentelemetry`` not imported and
+imported. Uses a scratch database, as bench/run.py does.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
+import time
 import timeit
 from pathlib import Path
 
@@ -43,35 +47,58 @@ def main() -> None:
         checks = {"off check, opentelemetry not imported (ns)": unimported}
         checks["off check, imported, no provider (ns)"] = _per_call_ns(tracing.tracer)
         results = measure(options.jobs, options.runs)
-    print(f"tracing cost on {connection.vendor}: median (min-max) of {options.runs} runs, jobs/s")
+    print(f"tracing cost on {connection.vendor}: median (min-max) of {options.runs} runs")
     for label, samples in results.items():
-        print(f"  {label:<34} {statistics.median(samples):>9.0f}  ({min(samples):.0f}-{max(samples):.0f})")
+        print(f"  {label:<48} {statistics.median(samples):>9.0f}  ({min(samples):.0f}-{max(samples):.0f})")
     for label, value in checks.items():
         print(f"  {label:<44} {value:>6.0f}")
 
 
 def measure(count: int, runs: int) -> dict[str, list[float]]:
+    """jobs/s, and CPU µs per job (this process's for the enqueues, the worker's for the drain)."""
     from bench import jobs
     from bench.run import DEFAULTS
     from bench.workloads import drain, taking_turns, w1_many, w1_single
 
     provider = _provider()
-    results: dict[str, list[float]] = {}
-    workloads = {
-        "enqueue()": lambda: w1_single(count),
-        "enqueue_many()": lambda: w1_many(count),
-        "drain, run_jobs --concurrency 2": lambda: drain(jobs.noop, count * 2, DEFAULTS, []),
-    }
     traced_drain = {**DEFAULTS, "env": {"BENCH_TRACING": "1"}}
-    for label, once in workloads.items():
-        if label.startswith("drain"):
-            on = lambda: drain(jobs.noop, count * 2, traced_drain, [])  # noqa: E731
-        else:
-            on = once
-        off_samples, on_samples = taking_turns(runs, _untraced(once), _traced(on, provider))
-        results[f"{label}, off"] = off_samples
-        results[f"{label}, on"] = on_samples
+    workloads = {
+        "enqueue()": (lambda: w1_single(count), None, time.process_time),
+        "enqueue_many()": (lambda: w1_many(count), None, time.process_time),
+        "drain, run_jobs --concurrency 2": (
+            lambda: drain(jobs.noop, count * 2, DEFAULTS, []),
+            lambda: drain(jobs.noop, count * 2, traced_drain, []),
+            _children_cpu,
+        ),
+    }
+    results: dict[str, list[float]] = {}
+    for label, (off, on, clock) in workloads.items():
+        jobs_run = count * 2 if label.startswith("drain") else count
+        cpu: dict[str, list[float]] = {"off": [], "on": []}
+        samples = taking_turns(
+            runs,
+            _timed(_untraced(off), clock, cpu["off"], jobs_run),
+            _timed(_traced(on or off, provider), clock, cpu["on"], jobs_run),
+        )
+        for mode, taken in zip(("off", "on"), samples, strict=True):
+            results[f"{label}, {mode} (jobs/s)"] = taken
+            results[f"{label}, {mode} (CPU µs/job)"] = cpu[mode]
     return results
+
+
+def _timed(once, clock, cpu: list[float], count: int):
+    def run() -> float:
+        started = clock()
+        done = once()
+        cpu.append((clock() - started) / count * 1e6)
+        return done
+
+    return run
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _provider():

@@ -5,7 +5,7 @@ import datetime
 import pytest
 from opentelemetry.trace import SpanKind
 
-from django_dbjobs import batch, bulk_enqueue, enqueue, enqueue_many, prepare
+from django_dbjobs import aenqueue, batch, bulk_enqueue, enqueue, enqueue_many, prepare
 from django_dbjobs.models import Job
 from django_dbjobs.schedules.firing import fire, run_now
 from django_dbjobs.testing import run_jobs
@@ -101,3 +101,18 @@ def test_a_batch_callback_links_to_its_enqueue_and_its_members_sends(spans):
         callback_send.context.span_id: "enqueue",
         **{span_id: "batch" for span_id in member_sends},
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_aenqueue_sends_its_job_in_the_callers_trace(spans):
+    from asgiref.sync import async_to_sync
+    from opentelemetry import trace
+
+    async def view():
+        with trace.get_tracer("tests").start_as_current_span("async view") as current:
+            return await aenqueue(jobs.noop, 1), current
+
+    job, view_span = async_to_sync(view)()
+    (send,) = of_kind(spans, SpanKind.PRODUCER)
+    assert send.parent.span_id == view_span.get_span_context().span_id
+    assert traceparent_span(job) == send.context.span_id

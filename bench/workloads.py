@@ -120,6 +120,10 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
         from bench import workflows
 
         results.update(workflows.w7_all(runs, scale, taking_turns))
+    if "W10" in only:
+        from bench import metrics
+
+        results.update(metrics.w10_all(runs, n2, taking_turns))
     if "W5" in only:
         # Enough jobs that starting 16 interpreters on 2 cores is not most of what is timed.
         results.update(w5_all(runs, n2 * 10))

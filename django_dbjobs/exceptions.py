@@ -95,3 +95,8 @@ class DependencyCycle(InvalidJob):
     """A job would wait for itself, and never run: a job it waits for (``after=``) waits, at
     once or through other jobs and batches, for a callback of the batch it joins, which
     waits for every job of its batch. Raised before anything is written."""
+
+
+class MetricsUnavailable(DbJobsError):
+    """``run_jobs --metrics-port`` cannot serve its metrics: prometheus_client is missing, or
+    the address is taken or refused."""

@@ -19,6 +19,14 @@ def positive_int(value: str) -> int:
     return number
 
 
+def port_number(value: str) -> int:
+    """A TCP port, 0 (any free port, logged) to 65535."""
+    number = int(value)
+    if not 0 <= number <= 65535:
+        raise ValueError(value)
+    return number
+
+
 def seconds(value: str) -> float:
     """A number of seconds, 0 or more."""
     number = float(value)

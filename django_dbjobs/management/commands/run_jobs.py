@@ -1,9 +1,11 @@
 """The run_jobs command: parse the worker's options and run a worker, or a supervisor of several."""
 
+import argparse
 import logging
 import os
 import signal
 import sys
+from contextlib import nullcontext
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -11,9 +13,9 @@ from django_dbjobs import db, registry
 from django_dbjobs.enqueuing import validation
 from django_dbjobs.exceptions import DbJobsError
 from django_dbjobs.management import logs
-from django_dbjobs.management.options import add_queues_option, positive_int, queue_names
+from django_dbjobs.management.options import add_queues_option, port_number, positive_int, queue_names
 from django_dbjobs.management.worker_checks import without_unused_checks
-from django_dbjobs.observability import tracing
+from django_dbjobs.observability import metrics_endpoint, tracing
 from django_dbjobs.operations import known_queues
 from django_dbjobs.worker.lifecycle import replacement, stop_signals, supervisor
 from django_dbjobs.worker.lifecycle.burst_progress import BurstProgress
@@ -77,6 +79,21 @@ class Command(BaseCommand):
             help="After a job that cannot be interrupted, exit with status 3 for your supervisor to "
             "restart the worker, instead of replacing this process with a fresh run_jobs (the default).",
         )
+        parser.add_argument(
+            "--metrics-port",
+            type=port_number,
+            default=None,
+            help="Serve the worker's Prometheus metrics on this port at /metrics (needs prometheus_client; "
+            "with --processes, one endpoint for every process).",
+        )
+        parser.add_argument(
+            "--metrics-address",
+            default=metrics_endpoint.DEFAULT_ADDRESS,
+            help=f"Address --metrics-port listens on (default: {metrics_endpoint.DEFAULT_ADDRESS}, "
+            "every interface).",
+        )
+        # A child of --processes records its metrics for the supervisor to serve (metrics_endpoint.py).
+        parser.add_argument("--metrics-child", action="store_true", help=argparse.SUPPRESS)
         parser.add_argument("--database", default="default", help="Database alias (default: default).")
 
     def check(self, *args, **kwargs):
@@ -102,10 +119,12 @@ class Command(BaseCommand):
                 using=options["database"],
                 scheduler=not options["no_scheduler"],
             )
-            if options["burst"] and self.stdout.isatty() and not supervisor.supervised():  # one line, not N
-                with BurstProgress(self.stdout, queues, options["database"]):
-                    worker.run()
-            else:
+            metrics = metrics_endpoint.for_worker(
+                options["metrics_port"], options["metrics_address"], child=options["metrics_child"]
+            )
+            one_line = options["burst"] and self.stdout.isatty() and not supervisor.supervised()  # not N
+            progress = BurstProgress(self.stdout, queues, options["database"]) if one_line else nullcontext()
+            with metrics, progress:
                 worker.run()
             if worker.exit_status:
                 replace = not (options["exit_when_stuck"] or worker.stop_signalled)
@@ -166,11 +185,13 @@ class Command(BaseCommand):
                 arguments += [f"--{option.replace('_', '-')}", str(options[option])]
         arguments += ["--burst"] * options["burst"] + ["--no-scheduler"] * options["no_scheduler"]
         arguments += ["--exit-when-stuck"] * options["exit_when_stuck"]
-        status = supervisor.Supervisor(
-            supervisor.child_command(arguments),
-            options["processes"],
-            options["burst"],
-            env=supervisor.child_environment(),
-        ).run()
+        with metrics_endpoint.for_supervisor(options["metrics_port"], options["metrics_address"]) as metrics:
+            status = supervisor.Supervisor(
+                supervisor.child_command(arguments + (metrics.arguments if metrics else [])),
+                options["processes"],
+                options["burst"],
+                env={**supervisor.child_environment(), **(metrics.environment if metrics else {})},
+                on_exit=metrics.exited if metrics else None,
+            ).run()
         if status:
             raise CommandError("A worker process exited with an error; see the log above.", returncode=1)

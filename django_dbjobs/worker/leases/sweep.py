@@ -25,7 +25,7 @@ from ...enqueuing import enqueuer_context
 from ...exceptions import JobCancelled, WorkerLost
 from ...models import Isolation, Job, JobStatus, WorkerProcess
 from ...models.settling import CANCELLED
-from ...observability import log_fields
+from ...observability import log_fields, run_hooks
 from ...registry.registered import RegisteredJob
 from ...signals import job_failed, send
 
@@ -125,7 +125,7 @@ def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
     fields = (
         "id",
         "name",
-        "queue",  # for the fields of its log lines (observability/log_fields.py)
+        "queue",  # for its log lines' fields (log_fields.py) and the outcome's listeners (run_hooks.py)
         "worker",
         "attempts",
         "pickups",
@@ -161,6 +161,7 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
         )
     else:
         result.requeued += 1
+        run_hooks.outcome(job, JobStatus.READY, _worker_lost(job))
         logger.warning(
             "Job recovered from a lost worker it was running alone in id=%s name=%s attempt=%s worker=%s",
             job.pk,
@@ -179,7 +180,7 @@ def _failed(job: Job, lost: str) -> None:
         failure: BaseException = JobCancelled(summary.removeprefix("JobCancelled: "))
         what = "Job cancelled: it was asked to stop, and its worker was lost"
     else:
-        failure = WorkerLost(summary.removeprefix("WorkerLost: "))
+        failure = _worker_lost(job)
         what = "Job failed: its worker was lost on every attempt"
     # One log record per failed job: a Task's is Django's (task_finished, below).
     logger.log(
@@ -192,10 +193,16 @@ def _failed(job: Job, lost: str) -> None:
         lost,
         extra=log_fields.for_job(job),
     )
+    run_hooks.outcome(job, JobStatus.FAILED, failure)
     with enqueuer_context.restoring_safely(job.context):
         send(job_failed, job=job, error=job.errors[-1])
         if registered is not None:  # a Task's task_finished
             registered.finished(job, JobStatus.FAILED, failure)
+
+
+def _worker_lost(job: Job) -> WorkerLost:
+    """The exception of `job`'s last error, a lost worker's, as its outcome's listeners hear it."""
+    return WorkerLost(job.errors[-1]["summary"].removeprefix("WorkerLost: "))
 
 
 def worker_lost_error(job: Job, worker: str) -> dict:

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .stop_signals import FORWARDED, forwarded, supervisor_pid
@@ -59,10 +60,19 @@ class Supervisor:
     interrupts).
     """
 
-    def __init__(self, command: list[str], processes: int, burst: bool = False, env: dict | None = None):
+    def __init__(
+        self,
+        command: list[str],
+        processes: int,
+        burst: bool = False,
+        env: dict | None = None,
+        on_exit: Callable[[int], None] | None = None,
+    ):
         self.command = command
         self.burst = burst
         self.env = env or {}
+        #: Told the pid of each child that exited, before it is restarted (metrics_endpoint.py).
+        self.on_exit = on_exit
         self.children = [Child(index) for index in range(processes)]
         self.signals: list[int] = []
         self._forwarded = 0
@@ -120,6 +130,8 @@ class Supervisor:
             status = child.process.poll()
             if status is None:
                 continue
+            if self.on_exit is not None:
+                self.on_exit(child.process.pid)
             ran = time.monotonic() - child.started
             if self.signals:
                 child.done = True

@@ -1,0 +1,106 @@
+"""A real Prometheus server for the tests: its own process, config and storage; stopped by its starter."""
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import wait_for
+from tests.metrics_helpers import free_port
+
+#: The tests that start a Prometheus server run only when this variable is 1 (.ci/run sets it).
+OPT_IN = "DBJOBS_TEST_PROMETHEUS"
+
+
+@dataclass(frozen=True)
+class Target:
+    """An endpoint to scrape: `address` as host:port, its path, and a bearer token if it needs one."""
+
+    address: str
+    path: str = "/metrics"
+    token: str | None = None
+
+
+class PrometheusServer:
+    """``prometheus`` (Debian's package) scraping `targets` every second, on a free local port."""
+
+    def __init__(self, targets: list[Target], directory: Path):
+        binary = shutil.which("prometheus")
+        assert binary, f"{OPT_IN}=1 asks for the Prometheus server test: apt-get install -y prometheus"
+        config = directory / "prometheus.yml"  # JSON is YAML
+        config.write_text(json.dumps(_config(targets)))
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.log = (directory / "prometheus.log").open("w+")
+        self.process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={directory / 'data'}",
+                f"--web.listen-address={self.url.removeprefix('http://')}",
+                "--log.level=warn",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        assert wait_for(self._ready, 60), f"Prometheus did not start:\n{self.output()}"
+
+    def query(self, expression: str) -> dict:
+        """An instant query's result: {tuple of (label, value) sorted, without __name__: value}."""
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': expression})}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            answer = json.load(response)
+        assert answer["status"] == "success", answer
+        return {
+            tuple(sorted((k, v) for k, v in item["metric"].items() if k != "__name__")): float(
+                item["value"][1]
+            )
+            for item in answer["data"]["result"]
+        }
+
+    def settles(self, expression: str, expected: dict, timeout: float = 60) -> dict:
+        """The query's result once it equals `expected`, or after `timeout` (for the assertion to show)."""
+        deadline = time.monotonic() + timeout
+        while (found := self.query(expression)) != expected and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return found
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            return True  # exited: the assertion shows its log
+        try:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+
+def _config(targets: list[Target]) -> dict:
+    scrapes = []
+    for number, target in enumerate(targets):
+        scrape = {
+            "job_name": f"target{number}",
+            "metrics_path": target.path,
+            "static_configs": [{"targets": [target.address]}],
+        }
+        if target.token:
+            scrape["authorization"] = {"type": "Bearer", "credentials": target.token}
+        scrapes.append(scrape)
+    return {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"}, "scrape_configs": scrapes}

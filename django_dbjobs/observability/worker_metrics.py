@@ -111,6 +111,8 @@ class WorkerMetrics:
             buckets=SECONDS_BUCKETS,
             registry=collectors,
         )
+        self._by_job: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
+        self._finished: dict[tuple[str, str, str], Any] = {}
 
     def hook(self) -> None:
         """Count every run and outcome of this process from now on."""
@@ -124,22 +126,38 @@ class WorkerMetrics:
     @contextmanager
     def run(self, job: Job) -> Iterator[None]:
         """Count `job`'s start and its wait since it was due; time its run."""
-        queue, name = job.queue, job_label(job.name)
-        self.started.labels(queue, name).inc()
+        started, duration, start_delay = self._series(job.queue, job.name)
+        started.inc()
         if job.run_at is not None:  # host clock against the database's: NTP keeps them close
-            waited = (timezone.now() - job.run_at).total_seconds()
-            self.start_delay.labels(queue).observe(max(waited, 0.0))
+            start_delay.observe(max((timezone.now() - job.run_at).total_seconds(), 0.0))
         began = time.perf_counter()
         try:
             yield
         finally:
-            self.duration.labels(queue, name).observe(time.perf_counter() - began)
+            duration.observe(time.perf_counter() - began)
 
     def outcome(self, job: Job, status: str, failure: BaseException | None) -> None:
         """Count a stored outcome of `job` under its `outcome` label."""
         label = outcome_of(job, status, failure)
-        if label is not None:
-            self.finished.labels(job.queue, job_label(job.name), label).inc()
+        if label is None:
+            return
+        key = (job.queue, job.name, label)
+        counter = self._finished.get(key)
+        if counter is None:
+            counter = self._finished[key] = self.finished.labels(job.queue, job_label(job.name), label)
+        counter.inc()
+
+    def _series(self, queue: str, name: str) -> tuple[Any, Any, Any]:
+        # labels() checks and locks on every call: a worker's few series are looked up once.
+        found = self._by_job.get((queue, name))
+        if found is None:
+            label = job_label(name)
+            found = self._by_job[queue, name] = (
+                self.started.labels(queue, label),
+                self.duration.labels(queue, label),
+                self.start_delay.labels(queue),
+            )
+        return found
 
 
 _recording: WorkerMetrics | None = None

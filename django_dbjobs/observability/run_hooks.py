@@ -24,7 +24,9 @@ logger = logging.getLogger("django_dbjobs")
 #: Called with a job about to run; the context manager it returns is entered before the
 #: job's code and left once its outcome is stored or handed on, in the job's own context.
 RunWrapper = Callable[["Job"], AbstractContextManager[Any]]
-#: Called with (job, status stored, the attempt's exception or None) for each stored outcome.
+#: Called with (job, status stored, the attempt's exception or None) for each stored outcome;
+#: also for those the orphan sweep stores for a dead worker's job (worker/leases/sweep.py),
+#: in the sweeping worker, outside any wrapper (the job's `queue` and `name` are loaded).
 OutcomeListener = Callable[["Job", str, "BaseException | None"], None]
 
 _wrappers: list[RunWrapper] = []

@@ -212,3 +212,13 @@ def test_a_port_in_use_is_a_clear_error_at_start(run_jobs, processes):
 def test_a_port_out_of_range_is_refused(run_jobs, transactional_db):
     worker = run_jobs("--metrics-port", "65536")
     assert worker.wait(60) != 0 and "--metrics-port: invalid port_number value" in worker.output()
+
+
+def test_without_prometheus_client_the_option_says_what_to_install(run_jobs, transactional_db, tmp_path):
+    blocked = tmp_path / "prometheus_client"
+    blocked.mkdir()
+    (blocked / "__init__.py").write_text("raise ImportError('not installed')\n")
+    worker = run_jobs("--metrics-port", str(free_port()), env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert worker.wait(60) == 1, worker.output()
+    assert "needs prometheus_client: pip install 'django-dbjobs[prometheus]'" in worker.output()
+    assert not WorkerProcess.objects.exists()

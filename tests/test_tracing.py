@@ -107,7 +107,7 @@ def test_a_dead_letter_is_recorded_with_its_exception(spans):
     enqueue(always_fails, "out of stock", max_attempts=1)
     run_jobs()
     (process,) = of_kind(spans, SpanKind.CONSUMER)
-    assert process.attributes["django_dbjobs.job.outcome"] == "dead_lettered"
+    assert process.attributes["django_dbjobs.job.outcome"] == "failed"
     assert process.status.status_code == StatusCode.ERROR
     assert "out of stock" in process.status.description
     (event,) = process.events
@@ -132,7 +132,7 @@ def test_a_workers_timed_out_run_is_recorded_timed_out_on_each_attempt(spans):
     first, second = of_kind(spans, SpanKind.CONSUMER)
     assert [s.attributes["django_dbjobs.job.outcome"] for s in (first, second)] == [
         "retried",
-        "dead_lettered",
+        "failed",
     ]
     assert first.attributes["django_dbjobs.job.timed_out"] is True
     assert second.attributes["django_dbjobs.job.timed_out"] is True

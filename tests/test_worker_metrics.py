@@ -14,7 +14,8 @@ from django_dbjobs import enqueue
 from django_dbjobs.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from django_dbjobs.models.settling import CANCELLED
-from django_dbjobs.observability.worker_metrics import OUTCOMES, WorkerMetrics, outcome_of
+from django_dbjobs.observability.outcomes import OUTCOMES, outcome_of
+from django_dbjobs.observability.worker_metrics import WorkerMetrics
 from django_dbjobs.worker.leases.sweep import sweep
 from tests import jobs
 from tests.conftest import ROOT, wait_for

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from ..exceptions import JobCancelled, JobTimeout
+from ..exceptions import JobTimeout
 from ..models import JobStatus
-from ..models.settling import CANCELLED
 from . import run_hooks, tracing
+from .outcomes import outcome_of
 
 if TYPE_CHECKING:
     from ..models import Job
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 CONTINUE_WITHIN = datetime.timedelta(hours=1)
 #: At most this many links from a batch callback to the spans that sent its batch's jobs.
 MAX_BATCH_LINKS = 32
-
-_OUTCOMES = {JobStatus.SUCCESSFUL: "succeeded", JobStatus.READY: "retried", JobStatus.FAILED: "dead_lettered"}
 
 # The job whose run span is current in this context, and the span: what finished() records on.
 _running: contextvars.ContextVar[tuple[str, Any] | None] = contextvars.ContextVar(
@@ -94,13 +92,11 @@ def finished(job: Job, status: str, failure: BaseException | None) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     span = current[1]
-    outcome = _OUTCOMES.get(status, status)
-    if status == JobStatus.FAILED and (
-        isinstance(failure, JobCancelled)
-        or (job.errors and job.errors[-1].get("exception_class_path") == CANCELLED)
-    ):
-        outcome = "cancelled"
-    span.set_attribute("django_dbjobs.job.outcome", outcome)
+    outcome = outcome_of(job, status, failure)
+    if outcome == "timed_out":  # the span says so apart (timed_out): its outcome says what followed
+        outcome = "retried" if status == JobStatus.READY else "failed"
+    if outcome is not None:
+        span.set_attribute("django_dbjobs.job.outcome", outcome)
     if failure is None:
         return
     if isinstance(failure, JobTimeout):

@@ -18,10 +18,8 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from .. import registry
-from ..exceptions import JobCancelled, JobTimeout
-from ..models import JobStatus
-from ..models.settling import CANCELLED
 from . import run_hooks
+from .outcomes import outcome_of
 
 if TYPE_CHECKING:
     from ..models import Job
@@ -52,26 +50,6 @@ SECONDS_BUCKETS = (
 )
 #: The `job_name` label of a job whose name this worker has not registered.
 UNREGISTERED = "(unregistered)"
-#: The values of the `outcome` label, each stored outcome counted once under one of them.
-OUTCOMES = ("succeeded", "retried", "failed", "cancelled", "timed_out")
-
-
-def outcome_of(job: Job, status: str, failure: BaseException | None) -> str | None:
-    """The `outcome` label of a stored outcome; None for a job handed back unrun (an unknown name)."""
-    if status == JobStatus.SUCCESSFUL:
-        return "succeeded"
-    if isinstance(failure, JobCancelled) or (status == JobStatus.FAILED and _recorded_cancelled(job)):
-        return "cancelled"  # a retry of a job asked to stop is recorded cancelled (models/cancelling.py)
-    if isinstance(failure, JobTimeout):
-        return "timed_out"  # whether it will be retried or not
-    if status == JobStatus.READY:
-        return "retried" if failure is not None else None
-    return "failed"
-
-
-def _recorded_cancelled(job: Job) -> bool:
-    errors = job.errors
-    return bool(errors) and errors[-1].get("exception_class_path") == CANCELLED
 
 
 def job_label(name: str) -> str:

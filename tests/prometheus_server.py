@@ -28,11 +28,11 @@ class Target:
 class PrometheusServer:
     """``prometheus`` (Debian's package) scraping `targets` every second, on a free local port."""
 
-    def __init__(self, targets: list[Target], directory: Path):
+    def __init__(self, targets: list[Target], directory: Path, rule_files: tuple[Path, ...] = ()):
         binary = shutil.which("prometheus")
         assert binary, f"{OPT_IN}=1 asks for the Prometheus server test: apt-get install -y prometheus"
         config = directory / "prometheus.yml"  # JSON is YAML
-        config.write_text(json.dumps(_config(targets)))
+        config.write_text(json.dumps(_config(targets, rule_files)))
         self.url = f"http://127.0.0.1:{free_port()}"
         self.log = (directory / "prometheus.log").open("w+")
         self.process = subprocess.Popen(
@@ -48,17 +48,21 @@ class PrometheusServer:
         )
         assert wait_for(self._ready, 60), f"Prometheus did not start:\n{self.output()}"
 
-    def query(self, expression: str) -> dict:
-        """An instant query's result: {tuple of (label, value) sorted, without __name__: value}."""
-        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': expression})}"
+    def api(self, path: str, **parameters: str) -> dict:
+        """The data of an HTTP API answer (``/api/v1/<path>``), asserted successful."""
+        url = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(parameters)}"
         with urllib.request.urlopen(url, timeout=5) as response:
             answer = json.load(response)
         assert answer["status"] == "success", answer
+        return answer["data"]
+
+    def query(self, expression: str) -> dict:
+        """An instant query's result: {tuple of (label, value) sorted, without __name__: value}."""
         return {
             tuple(sorted((k, v) for k, v in item["metric"].items() if k != "__name__")): float(
                 item["value"][1]
             )
-            for item in answer["data"]["result"]
+            for item in self.api("query", query=expression)["result"]
         }
 
     def settles(self, expression: str, expected: dict, timeout: float = 60) -> dict:
@@ -92,7 +96,7 @@ class PrometheusServer:
             return False
 
 
-def _config(targets: list[Target]) -> dict:
+def _config(targets: list[Target], rule_files: tuple[Path, ...]) -> dict:
     scrapes = []
     for number, target in enumerate(targets):
         scrape = {
@@ -103,4 +107,8 @@ def _config(targets: list[Target]) -> dict:
         if target.token:
             scrape["authorization"] = {"type": "Bearer", "credentials": target.token}
         scrapes.append(scrape)
-    return {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"}, "scrape_configs": scrapes}
+    return {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+        "scrape_configs": scrapes,
+        "rule_files": [str(path) for path in rule_files],
+    }

@@ -3,17 +3,24 @@
 Runs only with DBJOBS_TEST_PROMETHEUS=1 (.ci/run sets it): it starts a server process.
 """
 
+import datetime
 import os
 import signal
+from pathlib import Path
 
 import pytest
+
+from django.utils import timezone
 
 from django_dbjobs import enqueue
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from tests import jobs
-from tests.conftest import wait_for
+from tests.conftest import live_worker, wait_for
 from tests.metrics_helpers import free_port
 from tests.prometheus_server import OPT_IN, PrometheusServer, Target
+
+ALERT_RULES = Path(__file__).resolve().parent.parent / "docs" / "observability" / "alerts.yml"
+TOKEN = "dbjobs-prometheus-test-token"
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -29,10 +36,10 @@ def prometheus(tmp_path):
     """Start a Prometheus server scraping a list of Targets; each is stopped after the test."""
     started = []
 
-    def start(targets: list[Target]) -> PrometheusServer:
+    def start(targets: list[Target], rule_files: tuple = ()) -> PrometheusServer:
         directory = tmp_path / f"prometheus{len(started)}"
         directory.mkdir()
-        server = PrometheusServer(targets, directory)
+        server = PrometheusServer(targets, directory, rule_files)
         started.append(server)
         return server
 
@@ -73,3 +80,44 @@ def test_prometheus_reads_back_a_worker_and_a_supervisors_counts(run_jobs, prome
     for worker in (alone, supervisor):
         worker.process.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0, worker.output()
+
+
+def test_prometheus_reads_the_database_gauges_and_evaluates_the_alert_rules(
+    live_server, prometheus, settings
+):
+    """The view behind a bearer token, scraped; the docs' alert rules load, evaluate, and one goes pending."""
+    settings.DBJOBS_METRICS_TOKEN = TOKEN
+    live_worker("h:1:a", concurrency=2, queues=["default"])  # nobody serves "emails"
+    for n in range(3):
+        enqueue(jobs.add, n, n)
+    for n in range(2):
+        enqueue(jobs.send_email, f"{n}@example.com")
+    failed = enqueue(jobs.always_fails)
+    an_hour_ago = timezone.now() - datetime.timedelta(hours=1)
+    Job.objects.exclude(pk=failed.pk).update(run_at=an_hour_ago)
+    Job.objects.filter(pk=failed.pk).update(status=JobStatus.FAILED, finished_at=an_hour_ago)
+    address = live_server.url.removeprefix("http://")
+    server = prometheus([Target(address, "/dbjobs/metrics", TOKEN)], rule_files=(ALERT_RULES,))
+    up = {(("instance", address), ("job", "target0")): 1.0}
+    assert server.settles("up", up) == up, server.output()
+    due = {(("queue", "default"),): 3.0, (("queue", "emails"),): 2.0}
+    assert server.settles('sum by (queue) (dbjobs_jobs{state="ready_due"})', due) == due
+    dead = {(("queue", "default"),): 1.0}
+    assert server.settles("sum by (queue) (dbjobs_dead_letters > 0)", dead) == dead
+    serving = {(("queue", "default"),): 1.0}
+    assert server.settles("sum by (queue) (dbjobs_queue_workers > 0)", serving) == serving
+    lag = server.query("dbjobs_queue_lag_seconds")
+    assert all(3500 < seconds < 4000 for seconds in lag.values()) and len(lag) == 2, lag
+    # The alert rules the docs give: every one evaluates without error, and the queue nobody
+    # serves has its alert pending (it fires after its "for" of 5 minutes).
+    pending = {
+        (
+            ("alertname", "DbjobsQueueWithoutWorker"),
+            ("alertstate", "pending"),
+            ("queue", "emails"),
+            ("severity", "critical"),
+        ): 1.0
+    }
+    assert server.settles('ALERTS{alertname="DbjobsQueueWithoutWorker"}', pending) == pending, server.output()
+    rules = [rule for group in server.api("rules")["groups"] for rule in group["rules"]]
+    assert len(rules) == 6 and {rule["health"] for rule in rules} == {"ok"}, rules

@@ -37,7 +37,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
 ROOT_URLCONF = "tests.urls"
-# The live_server fixture (the real Prometheus test scrapes the gauges view through it) serves static files under it.
+# The live_server fixture (the real Prometheus test scrapes the gauges view through it)
+# serves static files under it.
 STATIC_URL = "/static/"
 TEMPLATES = [
     {

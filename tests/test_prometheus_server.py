@@ -9,7 +9,6 @@ import signal
 from pathlib import Path
 
 import pytest
-
 from django.utils import timezone
 
 from django_dbjobs import enqueue

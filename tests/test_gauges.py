@@ -201,6 +201,14 @@ def test_a_wrong_token_is_refused_even_for_staff(settings):
     assert client.get(URL, headers={"Authorization": "Bearer nope"}).status_code == 401
 
 
+def test_a_proxys_basic_credentials_leave_the_staff_session_in_charge(settings):
+    settings.DBJOBS_METRICS_TOKEN = TOKEN
+    client = Client()
+    client.force_login(User.objects.create_user("ops", password="x", is_staff=True))
+    assert client.get(URL, headers={"Authorization": "Basic b3BzOnB3"}).status_code == 200
+    assert Client().get(URL, headers={"Authorization": "Basic b3BzOnB3"}).status_code == 401
+
+
 def test_only_reads_are_served(settings):
     settings.DBJOBS_METRICS_TOKEN = TOKEN
     response = Client().post(URL, headers={"Authorization": f"Bearer {TOKEN}"})

@@ -120,7 +120,8 @@ def test_a_cancelled_job_is_recorded_cancelled(spans):
     run_jobs()
     (process,) = of_kind(spans, SpanKind.CONSUMER)
     assert process.attributes["django_dbjobs.job.outcome"] == "cancelled"
-    assert process.attributes["error.type"] == "django_dbjobs.exceptions.JobCancelled"
+    # Asked to stop: an operator's choice, not an error of the job.
+    assert process.status.status_code == StatusCode.UNSET and "error.type" not in process.attributes
 
 
 @pytest.mark.django_db(transaction=True)
@@ -173,3 +174,45 @@ def test_the_setting_turns_tracing_off_with_a_provider_set(spans):
     run_jobs()
     assert Job.objects.get(pk=job.pk).trace_context is None
     assert [span.name for span in spans.get_finished_spans()] == ["off"]  # the job's own only
+
+
+def test_only_the_w3c_context_is_stored_never_the_callers_baggage(spans):
+    from opentelemetry import baggage, context
+
+    token = context.attach(baggage.set_baggage("user.email", "someone@example.com"))
+    try:
+        with trace_api().get_tracer("test").start_as_current_span("request"):
+            job = enqueue(opens_a_span, "w3c")
+    finally:
+        context.detach(token)
+    job.refresh_from_db()
+    assert set(job.trace_context) == {"traceparent"}, job.trace_context
+    run_jobs()
+    (send,) = of_kind(spans, SpanKind.PRODUCER)
+    (process,) = of_kind(spans, SpanKind.CONSUMER)
+    assert process.parent.span_id == send.context.span_id
+
+
+def test_tracing_that_raises_at_enqueue_is_logged_and_the_job_is_enqueued_once_untraced(
+    spans, monkeypatch, caplog
+):
+    from django_dbjobs.observability import tracing
+
+    class Broken:
+        def inject(self, carrier):
+            raise RuntimeError("propagator down")
+
+    monkeypatch.setattr(tracing, "W3C", Broken)
+    job = enqueue(opens_a_span, "broken")
+    assert Job.objects.filter(name=job.name).count() == 1
+    job.refresh_from_db()
+    assert job.trace_context is None
+    assert "Tracing could not read the trace context of an enqueue" in caplog.text
+    (send,) = of_kind(spans, SpanKind.PRODUCER)  # the span itself still ends
+    assert send.attributes["messaging.message.id"] == str(job.pk)
+
+
+def trace_api():
+    from opentelemetry import trace
+
+    return trace

@@ -97,7 +97,7 @@ def finished(job: Job, status: str, failure: BaseException | None) -> None:
         outcome = "retried" if status == JobStatus.READY else "failed"
     if outcome is not None:
         span.set_attribute("django_dbjobs.job.outcome", outcome)
-    if failure is None:
+    if failure is None or outcome == "cancelled":  # asked to stop: an operator's choice, not an error
         return
     if isinstance(failure, JobTimeout):
         span.set_attribute("django_dbjobs.job.timed_out", True)
@@ -109,12 +109,12 @@ def finished(job: Job, status: str, failure: BaseException | None) -> None:
 
 def _origin(job: Job) -> tuple[Any, list]:
     """The context the run's span continues (None: a trace of its own) and the links it has."""
-    from opentelemetry import context, propagate, trace
+    from opentelemetry import context, trace
 
     carrier = job.trace_context
-    if not carrier:  # enqueued untraced: the run starts a trace of its own
+    if not carrier or not isinstance(carrier, dict):  # enqueued untraced: a trace of its own
         return context.Context(), []
-    enqueuer = propagate.extract(carrier)
+    enqueuer = tracing.W3C().extract(carrier)
     sender = trace.get_current_span(enqueuer).get_span_context()
     if not sender.is_valid:
         return context.Context(), []
@@ -133,7 +133,7 @@ def _late(job: Job) -> bool:
 
 def _batch_links(job: Job, sender: Any) -> list:
     """Links to the spans that sent the jobs of the batch `job` is a callback of (its summary's id)."""
-    from opentelemetry import propagate, trace
+    from opentelemetry import trace
 
     summary = job.args[0] if job.args and isinstance(job.args[0], dict) else {}
     if not summary.get("id"):
@@ -146,7 +146,9 @@ def _batch_links(job: Job, sender: Any) -> list:
     )
     seen, links = {sender.span_id}, []
     for carrier in contexts:
-        member = trace.get_current_span(propagate.extract(carrier)).get_span_context()
+        if not isinstance(carrier, dict):
+            continue
+        member = trace.get_current_span(tracing.W3C().extract(carrier)).get_span_context()
         if member.is_valid and member.span_id not in seen and len(links) < MAX_BATCH_LINKS:
             seen.add(member.span_id)
             links.append(trace.Link(member, {"django_dbjobs.link": "batch"}))

@@ -55,9 +55,9 @@ def metrics_view(request: HttpRequest, using: str | None = None) -> HttpResponse
 
 def refusal(request: HttpRequest) -> HttpResponse | None:
     """None if `request` may read the gauges; otherwise the 401 or 403 response to send."""
-    header = request.headers.get("Authorization", "")
-    if header:
-        scheme, _, credentials = header.partition(" ")
+    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+    # Only a Bearer header is a scraper's: a proxy's Basic credentials leave the staff session in charge.
+    if scheme.lower() == "bearer":
         if token_matches(scheme, credentials.strip()):
             return None
         logger.warning(

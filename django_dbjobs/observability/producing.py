@@ -3,12 +3,13 @@
 Every way in (enqueue(), enqueue_many(), bulk_enqueue(), the ``django.tasks`` backend, a
 schedule firing, a batch's callbacks) stores its jobs through send(): with tracing off it
 only calls the store; on, the store runs in a span ``send <queue>`` (messaging semantic
-conventions) and is given that span's context, injected by the global propagator, to save
+conventions) and is given that span's W3C context (traceparent and tracestate) to save
 in ``Job.trace_context``. A job's run continues or links to it (consuming.py).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,6 +17,8 @@ from . import tracing
 
 if TYPE_CHECKING:
     from ..models import Job
+
+logger = logging.getLogger("django_dbjobs")
 
 Stored = TypeVar("Stored")
 
@@ -45,16 +48,56 @@ def send(
     tracer = tracing.tracer()
     if tracer is None:
         return store(None)
-    from opentelemetry import propagate, trace
+    from opentelemetry import trace
 
-    with tracer.start_as_current_span("send", kind=trace.SpanKind.PRODUCER, attributes=_SEND) as span:
-        carrier: Carrier = {}
-        propagate.inject(carrier)
-        if link:
-            carrier[tracing.LINK] = True
-        stored = store(carrier)
+    # Tracing is ours around the caller's write: whatever it raises is logged and the jobs go
+    # untraced, never a failed enqueue (a caller retrying it would enqueue the jobs twice).
+    try:
+        opened = tracer.start_as_current_span("send", kind=trace.SpanKind.PRODUCER, attributes=_SEND)
+        span = opened.__enter__()
+    except Exception:  # noqa: BLE001
+        logger.exception("Tracing could not start the span of an enqueue; its jobs go untraced")
+        return store(None)
+    try:
+        stored = store(_carrier(link))
+    except BaseException as exc:
+        _leave(opened, exc)
+        raise
+    try:
         describe(span, jobs_of(stored), many)
-        return stored
+    except Exception:  # noqa: BLE001
+        logger.exception("Tracing could not describe the span of an enqueue")
+    _leave(opened, None)
+    return stored
+
+
+def _carrier(link: bool) -> Carrier | None:
+    """The current span's W3C context (traceparent, tracestate), as stored with the jobs.
+
+    The W3C propagator only, whatever the project's global one: baggage (which may hold
+    personal data, and any amount of it) never lands in the job table, and a run can
+    always read what was stored.
+    """
+    try:
+        carrier: Carrier = {}
+        tracing.W3C().inject(carrier)
+    except Exception:  # noqa: BLE001
+        logger.exception("Tracing could not read the trace context of an enqueue; its jobs go untraced")
+        return None
+    if len(carrier.get("tracestate", "")) > tracing.MAX_TRACESTATE:
+        del carrier["tracestate"]  # vendor data beyond the W3C limit: the trace id is what matters
+    if not carrier:
+        return None
+    if link:
+        carrier[tracing.LINK] = True
+    return carrier
+
+
+def _leave(opened: Any, exc: BaseException | None) -> None:
+    try:
+        opened.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
+    except Exception:  # noqa: BLE001
+        logger.exception("Tracing could not end the span of an enqueue")
 
 
 def single(job: Job) -> list[Job]:

@@ -19,6 +19,9 @@ SYSTEM = "django_dbjobs"
 #: A key of ``Job.trace_context`` beside the W3C fields: its run links to the enqueuer's
 #: span instead of continuing its trace (a batch callback: it runs for the whole batch).
 LINK = "dbjobs_link"
+#: Longest tracestate stored (the W3C limit: 32 entries of at most 256 characters; in
+#: practice a few dozen characters): a longer one is left out, the traceparent kept.
+MAX_TRACESTATE = 512
 
 # The provider seen last and its tracer (None: off). A provider, once set, stays for the
 # life of the process; comparing it is cheaper than asking the API which kind it is.
@@ -54,6 +57,19 @@ def _tracer_of(api: Any, provider: Any) -> Any:
     if isinstance(provider, api.ProxyTracerProvider | api.NoOpTracerProvider):
         return None
     return provider.get_tracer("django_dbjobs")
+
+
+def W3C() -> Any:
+    """The W3C Trace Context propagator: what a job's ``trace_context`` is written and read with."""
+    global _w3c
+    if _w3c is None:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        _w3c = TraceContextTextMapPropagator()
+    return _w3c
+
+
+_w3c: Any = None
 
 
 def flush(timeout: float = 2.0) -> None:

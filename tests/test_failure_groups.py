@@ -21,6 +21,8 @@ from tests import jobs
 from .admin_helpers import failed_job, staff, visible
 
 pytestmark = pytest.mark.django_db(transaction=True)
+#: The migration that gives the dead letters stored before causes were theirs.
+BACKFILL = importlib.import_module("django_dbjobs.migrations.0004_failure_causes_of_old_dead_letters")
 
 PAGE = "/admin/django_dbjobs/failuregroup/"
 
@@ -94,12 +96,39 @@ def test_the_migration_fingerprints_the_dead_letters_stored_before(monkeypatch):
     stored = dict(Job.objects.filter(status=JobStatus.FAILED).values_list("pk", "error_fingerprint"))
     Job.objects.update(error_fingerprint=None)
     legacy = failed_job(errors=[])  # no error record at all: its last_error stands for one
-    migration = importlib.import_module("django_dbjobs.migrations.0002_trace_context_and_failure_cause")
-    monkeypatch.setattr(migration, "BATCH", 2)  # several batches
-    migration.fingerprint_dead_letters(apps, connection.schema_editor())
+    monkeypatch.setattr(BACKFILL, "BATCH", 2)  # several batches
+    BACKFILL.fingerprint_dead_letters(apps, connection.schema_editor())
     now = dict(Job.objects.filter(status=JobStatus.FAILED).values_list("pk", "error_fingerprint"))
     assert now == {**stored, legacy.pk: fingerprint({"summary": "RuntimeError: boom"})}
     assert Job.objects.get(status=JobStatus.READY).error_fingerprint is None
+
+
+def test_the_migration_stopped_part_way_finishes_when_run_again(monkeypatch):
+    failures()
+    stored = dict(Job.objects.filter(status=JobStatus.FAILED).values_list("pk", "error_fingerprint"))
+    Job.objects.update(error_fingerprint=None)
+    monkeypatch.setattr(BACKFILL, "BATCH", 1)
+    calls = []
+
+    def dies_on_the_third(record):
+        calls.append(record)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # a deploy's timeout, mid-way
+        return fingerprint(record)
+
+    monkeypatch.setattr(BACKFILL, "fingerprint", dies_on_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        BACKFILL.fingerprint_dead_letters(apps, connection.schema_editor())
+    assert (
+        Job.objects.filter(status=JobStatus.FAILED, error_fingerprint__isnull=False).count() == 2
+    )  # committed
+    monkeypatch.setattr(BACKFILL, "fingerprint", fingerprint)
+    BACKFILL.fingerprint_dead_letters(apps, connection.schema_editor())
+    assert dict(Job.objects.filter(status=JobStatus.FAILED).values_list("pk", "error_fingerprint")) == stored
+    read = []
+    monkeypatch.setattr(BACKFILL, "fingerprint", lambda record: read.append(record) or fingerprint(record))
+    BACKFILL.fingerprint_dead_letters(apps, connection.schema_editor())
+    assert read == []  # nothing left: a third run reads no row
 
 
 def test_dbjobs_status_reports_the_most_frequent_causes():

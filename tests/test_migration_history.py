@@ -51,7 +51,7 @@ EVERY_OLD_MIGRATION = {"0001_initial", *NINE_AFTER_FIRST, *SEVEN_AFTER_FIRST}
 #: The migrations made after the initial one replaced the old chains.
 AFTER_INITIAL = [
     "0002_trace_context_and_failure_cause",
-    "0003_failure_cause_index",
+    "0003_cause_and_live_job_indexes",
     "0004_failure_causes_of_old_dead_letters",
 ]
 

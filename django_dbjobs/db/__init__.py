@@ -15,6 +15,7 @@ from .errors import ErrorKind, error_kind, is_lock_conflict
 from .idle_wakeups import data_version, idle_check_steps, notify_workers, supports_listen, uses_data_version
 from .index_hints import ExistsOnIndex, pks_on_index
 from .indexes import (
+    ActiveJobsIndex,
     BatchJobsIndex,
     FailedJobsIndex,
     FinishedJobsIndex,
@@ -33,6 +34,7 @@ from .text_values import key_fold, rejects_nul
 __all__ = [
     "ExistsOnIndex",
     "SQLITE_RECOMMENDED_OPTIONS",
+    "ActiveJobsIndex",
     "BatchJobsIndex",
     "ErrorKind",
     "FailedJobsIndex",

@@ -46,7 +46,7 @@ class Migration(migrations.Migration):
     workers_need_it = False
 
     dependencies = [
-        ("django_dbjobs", "0003_failure_cause_index"),
+        ("django_dbjobs", "0003_cause_and_live_job_indexes"),
     ]
 
     operations = [

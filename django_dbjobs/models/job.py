@@ -191,6 +191,7 @@ class Job(JobOutcomes, models.Model):
         indexes = [
             db.ReadyJobsIndex(fields=list(CLAIM_ORDER), name="dbjobs_job_claimable_idx"),
             db.RunningJobsIndex(fields=["worker"], name="dbjobs_job_running_idx"),
+            db.ActiveJobsIndex(fields=["status", "queue", "blocked", "run_at"], name="dbjobs_job_active_idx"),
             db.FinishedJobsIndex(fields=["status", "finished_at", "id"], name="dbjobs_job_finished_idx"),
             db.FailedJobsIndex(fields=["queue", "finished_at", "id"], name="dbjobs_job_failed_queue_idx"),
             db.FailedJobsIndex(

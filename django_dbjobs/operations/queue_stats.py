@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from django.db.models import Case, Count, Min, Q, Value, When
+from django.db.models import Case, Count, Min, Q, QuerySet, Value, When
 from django.db.models.functions import Now, TruncMinute
 
 from ..conf import settings
@@ -43,7 +43,7 @@ def queue_rows(using: str = "default", hand_backs: bool = True) -> list[QueueRow
     and running ones (which also counts those handed back as unknown, unless
     `hand_backs` is False), one over the queue table; finished successes are never read.
     The hand-back count reads each ready job's ``last_error``: without it, the ready and
-    running jobs can be counted from an index alone (the database gauges).
+    running jobs are counted from their index alone (live_jobs_by_queue(); the gauges).
     """
     now = database_clock(using)
     rows: dict[str, QueueRow] = {name: QueueRow(name) for name in settings.QUEUES or []}
@@ -52,22 +52,7 @@ def queue_rows(using: str = "default", hand_backs: bool = True) -> list[QueueRow
     failed = jobs.failed().values_list("queue").annotate(count=Count("*")).order_by()
     for queue, count in failed:
         rows.setdefault(queue, QueueRow(queue)).failed = count
-    handed_back = Count("id", filter=Q(last_error__startswith=HANDED_BACK_PREFIX)) if hand_backs else Value(0)
-    active = (
-        jobs.filter(status__in=[JobStatus.READY, JobStatus.RUNNING])
-        .annotate(
-            # A job waiting for others (Blocked.AFTER) is not due: it counts as later.
-            is_due=Case(
-                When(
-                    Q(status=JobStatus.READY, run_at__lte=Now()) & ~Q(blocked=Blocked.AFTER), then=Value(True)
-                ),
-                default=False,
-            )
-        )
-        .values_list("queue", "status", "is_due", "blocked")
-        .annotate(count=Count("*"), oldest=Min("run_at"), handed_back=handed_back)
-        .order_by()
-    )
+    active = live_jobs_by_queue(using, hand_backs)
     for queue, status, is_due, blocked, count, oldest, handed_back in active:
         row = rows.setdefault(queue, QueueRow(queue))
         if status == JobStatus.READY:
@@ -88,6 +73,33 @@ def queue_rows(using: str = "default", hand_backs: bool = True) -> list[QueueRow
         if row.oldest_due is not None:
             row.lag = max((now - row.oldest_due).total_seconds(), 0.0)
     return sorted(rows.values(), key=lambda row: row.name)
+
+
+def live_jobs_by_queue(using: str = "default", hand_backs: bool = True) -> QuerySet:
+    """The READY and RUNNING jobs counted by queue, status, due or not and blocked, with
+    the oldest run_at of each group and (if `hand_backs`) those handed back as unknown.
+
+    Without `hand_backs`, read from db.ActiveJobsIndex alone (no row of the table).
+    """
+    handed_back = Count("id", filter=Q(last_error__startswith=HANDED_BACK_PREFIX)) if hand_backs else Value(0)
+    return (
+        # An OR, not status__in: SQLite matches the partial index of the live jobs
+        # (db.ActiveJobsIndex) to bound parameters only in that form.
+        Job.objects.using(using)
+        .filter(Q(status=JobStatus.READY) | Q(status=JobStatus.RUNNING))
+        .annotate(
+            # A job waiting for others (Blocked.AFTER) is not due: it counts as later.
+            is_due=Case(
+                When(
+                    Q(status=JobStatus.READY, run_at__lte=Now()) & ~Q(blocked=Blocked.AFTER), then=Value(True)
+                ),
+                default=False,
+            )
+        )
+        .values_list("queue", "status", "is_due", "blocked")
+        .annotate(count=Count("*"), oldest=Min("run_at"), handed_back=handed_back)
+        .order_by()
+    )
 
 
 @dataclass

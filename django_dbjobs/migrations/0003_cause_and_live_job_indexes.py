@@ -1,4 +1,8 @@
-"""The index of dead letters by cause, built without blocking writes.
+"""The index of dead letters by cause and the index of the live jobs, built without blocking writes.
+
+The first groups the dead letters by cause (the admin's page, dbjobs_status); the second
+holds the READY and RUNNING jobs by queue, state and due time, what the database gauges,
+the admin overview and dbjobs_status count (db/indexes.py: ActiveJobsIndex).
 
 PostgreSQL builds it with ``CREATE INDEX CONCURRENTLY`` (outside a transaction: a big
 job table keeps taking jobs meanwhile); an interrupted build is dropped and made again
@@ -25,6 +29,15 @@ class Migration(migrations.Migration):
                 lead=["status"],
                 name="dbjobs_job_failed_cause_idx",
                 where=models.Q(("status", "FAILED")),
+            ),
+        ),
+        AddIndexOnline(
+            model_name="job",
+            index=django_dbjobs.db.indexes.ActiveJobsIndex(
+                fields=["status", "queue", "blocked", "run_at"],
+                lead=[],
+                name="dbjobs_job_active_idx",
+                where=models.Q(("status", "READY"), ("status", "RUNNING"), _connector="OR"),
             ),
         ),
     ]

@@ -116,6 +116,10 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
         from bench import flow
 
         results.update(flow.w6_all(runs, scale, taking_turns))
+    if "W11" in only:
+        from bench import index_cost
+
+        results.update(index_cost.w11_all(runs, n1, n2, taking_turns))
     if "W7" in only:
         from bench import workflows
 

@@ -7,7 +7,7 @@ job's own code. The frame is the innermost one outside the standard library, ins
 packages and django_dbjobs, named by its file's last two path parts and its function, not
 its line number, so an edit elsewhere in the file or a deploy to a new directory keeps the
 group. Everything comes from the stored record (models/job.py's ``errors``), so rows
-written before fingerprints existed get the same fingerprint (migration 0002 fills them in).
+written before fingerprints existed get the same fingerprint (migration 0004 fills them in).
 """
 
 from __future__ import annotations

@@ -32,8 +32,20 @@ OUR_CHECKOUT = frame("/srv/venv/lib/python3.12/site-packages/django_dbjobs/testi
         ("job 0192f0c47a1b7c3d9e8f0123456789ab failed", "job <uuid> failed"),
         ("object at 0x7f3a2b1c", "object at <hex>"),
         ("commit deadbeef12 not found", "commit <hex> not found"),
-        ("KeyError: 'user_17'", "KeyError: <q>"),
-        ('no such table "shop_order"', "no such table <q>"),
+        # Inside quotes, what differs is masked, not the quoted value whole: it names things.
+        ("KeyError: 'user_17'", "KeyError: '<id>'"),
+        ("KeyError: 'email'", "KeyError: 'email'"),
+        ('no such table "shop_order"', 'no such table "shop_order"'),
+        ('unique constraint "app_user_email_key"', 'unique constraint "app_user_email_key"'),
+        ("Duplicate entry 'ann@example.org' for key 'email'", "Duplicate entry '<email>' for key 'email'"),
+        ("not found: 'order 42 of 0x1f'", "not found: 'order <n> of <hex>'"),
+        # An apostrophe quotes nothing.
+        ("It's broken, isn't it? 3 times", "It's broken, isn't it? <n> times"),
+        # An HTTP status after "status" or "HTTP" is kept; any other number is not.
+        ("status=503 after 3 tries", "status=503 after <n> tries"),
+        ("Status code: 401 for user 12", "Status code: 401 for user <n>"),
+        ("HTTP/1.1 404 Not Found", "HTTP/1.1 404 Not Found"),
+        ("status 5031, took 404 ms", "status <n>, took <n> ms"),
         ("bounce from ann.lee+x@mail.example.org today", "bounce from <email> today"),
         ("worker web-1:4711:ab12 stopped heartbeating", "worker <id>:<n>:<id> stopped heartbeating"),
         ("Connection refused", "Connection refused"),
@@ -128,6 +140,26 @@ def test_failures_that_differ_only_in_values_share_a_fingerprint(other):
 )
 def test_failures_of_another_class_message_or_frame_do_not(other):
     assert fingerprint(other) != fingerprint(error())
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (
+            'IntegrityError: duplicate key value violates unique constraint "app_user_email_key"',
+            'IntegrityError: duplicate key value violates unique constraint "app_order_pkey"',
+        ),
+        ("KeyError: 'email'", "KeyError: 'name'"),
+        (
+            "AttributeError: 'NoneType' object has no attribute 'email'",
+            "AttributeError: 'NoneType' object has no attribute 'lower'",
+        ),
+        ("HTTPError: status=503", "HTTPError: status=401"),
+        ("ValueError: It's broken, isn't it", "ValueError: It's gone, isn't it"),
+    ],
+)
+def test_messages_naming_other_things_are_other_causes(one, other):
+    assert fingerprint(error(summary=one)) != fingerprint(error(summary=other))
 
 
 def test_a_record_with_missing_fields_still_has_one():

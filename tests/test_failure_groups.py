@@ -56,6 +56,20 @@ def test_causes_count_each_cause_with_when_where_and_a_sample():
     assert [c.fingerprint for c in failure_groups.causes("count", limit=1)] == [declined]
 
 
+def test_the_sample_of_a_cause_is_its_newest_failure_not_its_newest_job():
+    declined, _refund = failures()
+    by_pk = list(Job.objects.filter(error_fingerprint=declined).order_by("pk"))
+    hour = datetime.timedelta(hours=1)
+    Job.objects.filter(pk=by_pk[-1].pk).update(finished_at=timezone.now() - hour)  # enqueued last, failed first
+    Job.objects.filter(pk=by_pk[0].pk).update(finished_at=timezone.now() + hour)
+    sample = by_pk[0].pk
+    assert [c.sample_id for c in failure_groups.causes() if c.fingerprint == declined] == [sample]
+    assert failure_groups.cause(declined).sample_id == sample
+    # Of two failures finished at one instant, the last enqueued.
+    Job.objects.filter(pk__in=[by_pk[0].pk, by_pk[1].pk]).update(finished_at=timezone.now() + 2 * hour)
+    assert failure_groups.cause(declined).sample_id == by_pk[1].pk
+
+
 def test_the_names_and_queues_of_a_cause_are_counted_among_its_newest_dead_letters(monkeypatch):
     declined, _refund = failures()
     monkeypatch.setattr(failure_groups, "NAMES_READ", 2)

@@ -1,9 +1,10 @@
 """The dead letters grouped by cause (their error_fingerprint): how many, since when, where, one sample.
 
 Read through the index of dead letters by cause (``dbjobs_job_failed_cause_idx``: FAILED
-rows by error_fingerprint, finished_at, id): the counts, first and last seen and the
-newest job of every cause come from the index alone; the job names and queues of each
-cause shown from its newest rows (NAMES_READ of them), and the sample's error from one row.
+rows by error_fingerprint, finished_at, id): the counts, first and last seen come from
+the index alone; the sample of each cause is its newest failure (the last finished; of
+those finished at once, the last enqueued), its first row backwards on the index; the job
+names and queues of each cause shown come from its newest rows (NAMES_READ of them).
 Retrying or deleting a cause is fenced on it: only rows still FAILED with that fingerprint
 when their batch is written are changed.
 """
@@ -32,13 +33,14 @@ class Cause:
     count: int
     first_seen: datetime.datetime | None
     last_seen: datetime.datetime | None
-    sample_id: str
+    #: The newest failure of the cause: the last finished (of those, the last enqueued).
+    sample_id: str = ""
     #: Its newest dead letters (names_read of them, NAMES_READ at most) by job name, and by
     #: queue, the most first.
     names: dict[str, int] = field(default_factory=dict)
     queues: dict[str, int] = field(default_factory=dict)
     names_read: int = 0
-    #: The newest dead letter's last error.
+    #: The sample's last error.
     exception_class_path: str = ""
     summary: str = ""
     traceback: str = ""
@@ -70,13 +72,11 @@ def causes(
         FailedJob.objects.using(using)
         .order_by()
         .values("error_fingerprint")
-        .annotate(
-            count=Count("id"), first_seen=Min("finished_at"), last_seen=Max("finished_at"), sample=Max("id")
-        )
+        .annotate(count=Count("id"), first_seen=Min("finished_at"), last_seen=Max("finished_at"))
         .order_by(*order, "error_fingerprint")
     )
     found = [
-        Cause(row["error_fingerprint"], row["count"], row["first_seen"], row["last_seen"], row["sample"])
+        Cause(row["error_fingerprint"], row["count"], row["first_seen"], row["last_seen"])
         for row in (rows if limit is None else rows[:limit])
     ]
     if where:
@@ -88,12 +88,10 @@ def causes(
 def cause(fingerprint: str | None, using: str = "default") -> Cause | None:
     """The cause with this fingerprint (its names and queues not read), or None if no dead letter has it."""
     jobs = dead_letters(fingerprint, using)
-    row = jobs.aggregate(
-        count=Count("id"), first_seen=Min("finished_at"), last_seen=Max("finished_at"), sample=Max("id")
-    )
+    row = jobs.aggregate(count=Count("id"), first_seen=Min("finished_at"), last_seen=Max("finished_at"))
     if not row["count"]:
         return None
-    found = [Cause(fingerprint, row["count"], row["first_seen"], row["last_seen"], row["sample"])]
+    found = [Cause(fingerprint, row["count"], row["first_seen"], row["last_seen"])]
     _add_samples(found, using)
     return found[0]
 
@@ -139,11 +137,12 @@ def _most_first(counts: Counter) -> dict[str, int]:
 
 
 def _add_samples(found: list[Cause], using: str) -> None:
-    """Read each cause's sample error: the last error of its newest dead letter."""
-    rows = FailedJob.objects.using(using).filter(pk__in=[item.sample_id for item in found])
-    samples = dict(rows.values_list("pk", "errors"))
+    """Read each cause's sample, its newest failure, with its last error: one row per cause,
+    the first of the cause's rows backwards on the index (finished_at, then id)."""
     for item in found:
-        errors = samples.get(item.sample_id) or [{}]
+        newest = dead_letters(item.fingerprint, using).order_by("-finished_at", "-pk")
+        item.sample_id, errors = newest.values_list("pk", "errors").first() or ("", None)
+        errors = errors or [{}]
         last = errors[-1] if isinstance(errors[-1], dict) else {}
         item.exception_class_path = str(last.get("exception_class_path", ""))
         item.summary = str(last.get("summary", ""))

@@ -2,16 +2,20 @@
 
 import datetime
 import importlib
+import inspect
 import io
 import json
+from types import SimpleNamespace
 
 import pytest
 from django.apps import apps
 from django.core.management import call_command
 from django.db import connection
+from django.test import override_settings
 from django.utils import timezone
 
 from django_dbjobs import enqueue
+from django_dbjobs.admin import failure_groups as failure_groups_admin
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.observability import failure_groups
 from django_dbjobs.observability.fingerprints import fingerprint
@@ -60,7 +64,9 @@ def test_the_sample_of_a_cause_is_its_newest_failure_not_its_newest_job():
     declined, _refund = failures()
     by_pk = list(Job.objects.filter(error_fingerprint=declined).order_by("pk"))
     hour = datetime.timedelta(hours=1)
-    Job.objects.filter(pk=by_pk[-1].pk).update(finished_at=timezone.now() - hour)  # enqueued last, failed first
+    Job.objects.filter(pk=by_pk[-1].pk).update(
+        finished_at=timezone.now() - hour
+    )  # enqueued last, failed first
     Job.objects.filter(pk=by_pk[0].pk).update(finished_at=timezone.now() + hour)
     sample = by_pk[0].pk
     assert [c.sample_id for c in failure_groups.causes() if c.fingerprint == declined] == [sample]
@@ -220,6 +226,45 @@ def test_delete_a_cause_needs_the_delete_permission_and_deletes_it():
     done = client.post(f"{PAGE}delete/?cause={declined}", {"post": "yes"}, follow=True)
     assert client.messages(done) == ["3 dead letters deleted."]
     assert list(Job.objects.values_list("error_fingerprint", flat=True)) == [refund]
+
+
+class _JobsElsewhere:
+    """Routes the jobs' writes to the alias ``jobs``; the test wraps the calls that reach it."""
+
+    def db_for_write(self, model, **hints):
+        return "jobs" if model._meta.app_label == "django_dbjobs" else None
+
+
+def test_the_page_reads_and_changes_the_causes_on_the_router_s_database(monkeypatch):
+    declined, refund = failures()
+    asked = []
+
+    def on_default(real):
+        def call(*args, **kwargs):
+            bound = inspect.signature(real).bind(*args, **kwargs)
+            asked.append((real.__name__, bound.arguments.get("using", "default")))
+            bound.arguments["using"] = "default"  # the one database the tests have
+            return real(*bound.args, **bound.kwargs)
+
+        return call
+
+    names = ("causes", "cause", "dead_letters", "retry_cause", "delete_cause")
+    calls = SimpleNamespace(**{name: on_default(getattr(failure_groups, name)) for name in names})
+    monkeypatch.setattr(failure_groups_admin, "failure_groups", calls)
+    client = staff(superuser=True)
+    with override_settings(DATABASE_ROUTERS=[f"{__name__}._JobsElsewhere"]):
+        assert declined in client.get(PAGE).content.decode()
+        assert "3 dead letters" in visible(client.get(f"{PAGE}retry/?cause={declined}").content.decode())
+        client.post(f"{PAGE}retry/?cause={declined}", {"post": "yes"})
+        client.post(f"{PAGE}delete/?cause={refund}", {"post": "yes"})
+    assert Job.objects.filter(status=JobStatus.READY).count() == 3 and Job.objects.count() == 3
+    assert sorted(set(asked)) == [
+        ("cause", "jobs"),
+        ("causes", "jobs"),
+        ("dead_letters", "jobs"),
+        ("delete_cause", "jobs"),
+        ("retry_cause", "jobs"),
+    ]
 
 
 def test_a_post_without_the_csrf_token_changes_nothing():

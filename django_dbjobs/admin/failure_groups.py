@@ -6,12 +6,13 @@ from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import router
 from django.http import HttpResponseRedirect
 from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from ..models import FailedJob, FailureGroup
+from ..models import FailedJob, FailureGroup, Job
 from ..observability import failure_groups
 from . import dates
 from .audit import log_change
@@ -27,6 +28,12 @@ SHOWN_CAUSES = 50
 @admin.register(FailureGroup)
 class FailureGroupAdmin(QueuePageMixin, admin.ModelAdmin):
     """Read as the dead letters are (their `view` permission); changed as they are."""
+
+    @staticmethod
+    def jobs_db() -> str:
+        """The database of the jobs, read and changed here: the router's for writes, as the
+        changes are (so the list shown is the one Retry and Delete then see)."""
+        return router.db_for_write(Job)
 
     def dead_letters_admin(self):
         return self.admin_site._registry[FailedJob]
@@ -52,7 +59,7 @@ class FailureGroupAdmin(QueuePageMixin, admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         dead_letters = self.dead_letters_admin()
-        rows = failure_groups.causes(limit=SHOWN_CAUSES)
+        rows = failure_groups.causes(limit=SHOWN_CAUSES, using=self.jobs_db())
         for row in rows:
             query = urlencode({"cause": cause_parameter(row.fingerprint)})
             row.dead_letters_url = admin_url(self, "changelist", model="failedjob") + "?" + query
@@ -101,7 +108,7 @@ class FailureGroupAdmin(QueuePageMixin, admin.ModelAdmin):
                 request, lambda request, _rows: change(request, fingerprint), None
             )
             return HttpResponseRedirect(back)
-        found = failure_groups.cause(fingerprint)
+        found = failure_groups.cause(fingerprint, self.jobs_db())
         if found is None:
             self.message_user(request, _("No dead letter has this cause any more."), messages.WARNING)
             return HttpResponseRedirect(back)
@@ -116,7 +123,11 @@ class FailureGroupAdmin(QueuePageMixin, admin.ModelAdmin):
             question=question,
             button=button,
             count=count,
-            shown=list(failure_groups.dead_letters(fingerprint).order_by("-finished_at", "-pk")[: SHOWN + 1]),
+            shown=list(
+                failure_groups.dead_letters(fingerprint, self.jobs_db()).order_by("-finished_at", "-pk")[
+                    : SHOWN + 1
+                ]
+            ),
             form_url="",
             cancel_url=back,
             destructive=destructive,
@@ -124,7 +135,7 @@ class FailureGroupAdmin(QueuePageMixin, admin.ModelAdmin):
 
     @staticmethod
     def _retry(request, fingerprint: str | None) -> tuple[str, int]:
-        report = failure_groups.retry_cause(fingerprint)
+        report = failure_groups.retry_cause(fingerprint, FailureGroupAdmin.jobs_db())
         log_change(
             request,
             "retried dead letters of a cause",
@@ -136,7 +147,7 @@ class FailureGroupAdmin(QueuePageMixin, admin.ModelAdmin):
 
     @staticmethod
     def _delete(request, fingerprint: str | None) -> tuple[str, int]:
-        deleted, skipped = failure_groups.delete_cause(fingerprint)
+        deleted, skipped = failure_groups.delete_cause(fingerprint, FailureGroupAdmin.jobs_db())
         log_change(
             request, "deleted dead letters of a cause", cause=fingerprint, deleted=deleted, skipped=skipped
         )

@@ -47,9 +47,14 @@ _MASKS = [
 ]
 #: An HTTP status after "status", "status code" or "HTTP" (``status=503``, ``HTTP/1.1 404``):
 #: kept, as 503 and 401 are two causes; any other number is masked.
-_HTTP_STATUS = r"(?P<status>(?i:\b(?:status(?:[ _]code)?|http(?:/\d(?:\.\d)?)?(?: status)?)\b\s*[=:]?\s*)[1-5]\d\d)(?![\w.-])"
+_HTTP_STATUS = (
+    r"(?P<status>(?i:\b(?:status(?:[ _]code)?|http(?:/\d(?:\.\d)?)?(?: status)?)\b\s*[=:]?\s*)"
+    r"[1-5]\d\d)(?![\w.-])"
+)
 #: Numbers, then words with digits in them (ids: ``ord_8f3K2``, ``web-1``), in one pass.
-_NUMBERS_AND_IDS = re.compile(_HTTP_STATUS + r"|(?P<n>(?<![\w-])\d+(?:\.\d+)*(?![\w-]))|(?P<id>[\w-]*\d[\w-]*)")
+_NUMBERS_AND_IDS = re.compile(
+    _HTTP_STATUS + r"|(?P<n>(?<![\w-])\d+(?:\.\d+)*(?![\w-]))|(?P<id>[\w-]*\d[\w-]*)"
+)
 _SPACES = re.compile(r"\s+")
 #: Enough of a message to tell causes apart; what follows often lists values.
 _MESSAGE_CHARS = 500

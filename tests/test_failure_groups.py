@@ -17,6 +17,7 @@ from django.utils import timezone
 from django_dbjobs import enqueue
 from django_dbjobs.admin import failure_groups as failure_groups_admin
 from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.models.failed_job import FailedJobQuerySet
 from django_dbjobs.observability import failure_groups
 from django_dbjobs.observability.fingerprints import fingerprint
 from django_dbjobs.testing import run_jobs
@@ -102,6 +103,34 @@ def test_retrying_a_cause_requeues_only_its_dead_letters_still_of_that_cause():
     assert Job.objects.filter(status=JobStatus.READY, error_fingerprint__isnull=True).count() == 2
     assert Job.objects.get(pk=moved.pk).status == JobStatus.FAILED
     assert Job.objects.get(error_fingerprint=refund).status == JobStatus.FAILED
+
+
+@pytest.mark.parametrize("change", ["retry", "delete"])
+@pytest.mark.parametrize("since", ["failed again of another cause", "retried"])
+def test_a_row_leaving_its_cause_between_listing_and_writing_is_left_alone(monkeypatch, change, since):
+    declined, _refund = failures()
+    moved = Job.objects.filter(error_fingerprint=declined).order_by("pk").first().pk
+    listed = FailedJobQuerySet._batches
+
+    def then_moved(queryset, batch_size):
+        for pks in listed(queryset, batch_size):
+            assert moved in pks, "listed with its cause"
+            if since == "retried":  # the status fence
+                Job.objects.filter(pk=moved).update(status=JobStatus.READY, error_fingerprint=None)
+            else:
+                Job.objects.filter(pk=moved).update(error_fingerprint="0" * 16)  # the cause fence
+            yield pks
+
+    monkeypatch.setattr(FailedJobQuerySet, "_batches", then_moved)
+    if change == "retry":
+        report = failure_groups.retry_cause(declined)
+        assert (report.retried, report.skipped) == (2, 1)
+    else:
+        assert failure_groups.delete_cause(declined) == (2, 1)
+    after = Job.objects.get(pk=moved)
+    assert (after.status, after.error_fingerprint) == (
+        (JobStatus.READY, None) if since == "retried" else (JobStatus.FAILED, "0" * 16)
+    )
 
 
 def test_deleting_a_cause_deletes_only_its_dead_letters():

@@ -5,7 +5,8 @@ their setting says, by the database clock. Each batch is read from the finished-
 index (status, finished_at, id) and deleted by primary key in its own short
 transaction, fenced on the status: a job retried from the dead letters meanwhile is
 READY again and stays. Workers prune as they go (Pruner.prune_if_due(), one batch a
-round); ``manage.py prune_jobs`` does it on demand.
+round, and one batch of dead letters stored without their cause given theirs:
+observability/missing_causes.py); ``manage.py prune_jobs`` does it on demand.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..conf import settings
 from ..db.outage import close_broken_connections
 from ..flow import admission
 from ..models import Job, JobDependency, JobStatus
-from ..observability import log_fields
+from ..observability import log_fields, missing_causes
 from . import batch_retention
 
 logger = logging.getLogger("django_dbjobs")
@@ -148,6 +149,9 @@ class Pruner:
             # Finished batches kept as long as their jobs, then deleted with them.
             kept = (kept_for(JobStatus.SUCCESSFUL), kept_for(JobStatus.FAILED))
             if batch_retention.delete_old_batches(*kept, using=self.using):  # maybe more: soon again
+                self._next = now + CATCH_UP_INTERVAL
+            # Dead letters a worker on older code stored without their cause (a rolling deploy).
+            if missing_causes.fill_in(self.using) >= missing_causes.BATCH_SIZE:
                 self._next = now + CATCH_UP_INTERVAL
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("Database error while pruning finished jobs: %s", exc)

@@ -13,6 +13,7 @@ from django_dbjobs.management.options import (
     duration,
 )
 from django_dbjobs.models import Job, JobStatus
+from django_dbjobs.observability import missing_causes
 from django_dbjobs.operations import batch_retention, retention
 
 
@@ -64,6 +65,21 @@ class Command(BaseCommand):
                 batches = batch_retention.delete_old_batches(*kept, using=using, chunks=10**9)
                 if batches:
                     self.stdout.write(f"batches: deleted {batches} finished batches, with their jobs.")
+            self._fill_in_causes(using, options["dry_run"])
+
+    def _fill_in_causes(self, using, dry_run):
+        """Give the dead letters stored without a cause (by workers on older code) theirs."""
+        if dry_run:
+            count = missing_causes.without_cause(using).count()
+            if count:
+                self.stdout.write(f"failed: would give {count} dead letters stored without a cause theirs.")
+            return
+        filled = count = missing_causes.fill_in(using)
+        while count == missing_causes.BATCH_SIZE:  # a full batch: maybe more
+            count = missing_causes.fill_in(using)
+            filled += count
+        if filled:
+            self.stdout.write(f"failed: gave {filled} dead letters stored without a cause theirs.")
 
     def _prune(self, status, queues, using, options):
         """Delete (or count, with --dry-run) the old finished jobs of one status."""

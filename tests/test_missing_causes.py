@@ -58,6 +58,14 @@ def test_dead_letters_without_a_cause_get_the_one_they_would_have_had_and_a_seco
     assert "without a cause" not in caplog.text, "logged only when it did anything"
 
 
+def test_error_records_of_an_older_shape_get_the_cause_of_their_last_error():
+    for errors in ({"summary": "x"}, ["RuntimeError: boom"], []):
+        failed_job(errors=errors)  # last_error: "RuntimeError: boom"
+    Job.objects.update(error_fingerprint=None)
+    assert missing_causes.fill_in() == 3
+    assert set(causes_now().values()) == {fingerprint({"summary": "RuntimeError: boom"})}
+
+
 def test_a_pass_is_bounded_and_takes_the_newest_first():
     causes = stored_without_causes()
     now = timezone.now()

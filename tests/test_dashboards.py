@@ -16,6 +16,7 @@ from django_dbjobs import enqueue
 from django_dbjobs.observability import run_hooks
 from django_dbjobs.observability.worker_metrics import WorkerMetrics
 from django_dbjobs.testing import run_jobs
+from django_dbjobs.worker import Worker
 from tests import jobs
 from tests.prometheus_server import OPT_IN
 from tests.test_gauges import known_rows
@@ -59,6 +60,8 @@ def exposed(settings) -> set[str]:
         enqueue(jobs.add, 1, 2)
         enqueue(jobs.always_fails)
         run_jobs(["default"], include_scheduled=True)
+        enqueue(jobs.swallows_exceptions)  # timed out (a worker's timeout): the timed-out series
+        Worker(burst=True, concurrency=1).run()
     finally:
         metrics.unhook()
     names = {sample.name for family in collectors.collect() for sample in family.samples}

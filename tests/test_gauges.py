@@ -119,12 +119,12 @@ def test_the_gauges_after_a_known_set_of_rows(settings):
         1,
     ]
     assert of(samples, "dbjobs_workers") == 2, "h:3:c's heartbeat is an hour old"
-    workers = {"h:1:a": (4, 1), "h:2:b": (2, 2)}
-    for worker, (threads, running) in workers.items():
-        labels = {"worker": worker, "hostname": "h", "pid": worker.split(":")[1]}
+    workers = {"1": (4, 1), "2": (2, 2)}  # by pid, on host "h": the worker's id is no label
+    for pid, (threads, running) in workers.items():
+        labels = {"hostname": "h", "pid": pid}
         assert of(samples, "dbjobs_worker_threads", **labels) == threads
         assert of(samples, "dbjobs_worker_running_jobs", **labels) == running
-    assert not [key for key in samples if ("worker", "h:3:c") in key]
+    assert not [key for key in samples if ("pid", "3") in key or "worker" in dict(key[1:])]
     assert of(samples, "dbjobs_concurrency_keys_at_limit") == 1
     assert [of(samples, f"dbjobs_queue_rate_{name}", queue="rated") for name in ("used", "limit")] == [2, 5]
     assert of(samples, "dbjobs_queue_rate_period_seconds", queue="rated") == 60
@@ -132,6 +132,21 @@ def test_the_gauges_after_a_known_set_of_rows(settings):
     assert of(samples, "dbjobs_batches_open") == 1
     assert 0 <= of(samples, "dbjobs_batch_oldest_open_age_seconds") < 300
     assert of(samples, "dbjobs_workflows_stuck") == 0
+
+
+def test_two_live_rows_of_one_host_and_pid_are_one_series(settings):
+    """A container restarted with its hostname and pid while its old row is still live: added up."""
+    settings.DBJOBS_METRICS_TOKEN = TOKEN
+    live_worker("box:1:old", concurrency=4)
+    live_worker("box:1:new", concurrency=2)
+    response = Client().get(URL, headers={"Authorization": f"Bearer {TOKEN}"})
+    threads = [
+        (sample.labels, sample.value)
+        for family in text_string_to_metric_families(response.content.decode())
+        for sample in family.samples
+        if sample.name == "dbjobs_worker_threads"
+    ]
+    assert threads == [({"hostname": "box", "pid": "1"}, 6.0)]
 
 
 def test_an_empty_table_gives_zeros_and_no_queue_rows(settings):

@@ -30,7 +30,9 @@ LAYERS = [
     ["operations"],
     ["observability.gauges"],  # the database gauges: read through operations/status.py
     ["worker"],
-    ["backend", "observability.gauges_view"],  # the gauges' view, mounted in a project's urls.py
+    # The gauges' view, mounted in a project's urls.py; the worker's metrics endpoint
+    # (run_jobs --metrics-port), whose server threads start with the worker's signals blocked.
+    ["backend", "observability.gauges_view", "observability.metrics_endpoint"],
     ["testing", "checks"],
     ["pytest_plugin"],
     ["admin"],

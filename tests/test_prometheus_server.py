@@ -52,30 +52,38 @@ def test_prometheus_reads_back_a_worker_and_a_supervisors_counts(run_jobs, prome
     local = ("--metrics-address", "127.0.0.1", "--metrics-port")
     alone = run_jobs("--queues", "default", *local, str(ports[0]))
     supervisor = run_jobs("--queues", "emails", "--processes", "2", *local, str(ports[1]))
-    server = prometheus([Target(f"127.0.0.1:{port}") for port in ports])
+    server = prometheus([Target(f"127.0.0.1:{port}") for port in ports], rule_files=(ALERT_RULES,))
     assert wait_for(lambda: WorkerProcess.objects.count() == 3, 60), alone.output() + supervisor.output()
     up = {(("instance", f"127.0.0.1:{port}"), ("job", f"target{n}")): 1.0 for n, port in enumerate(ports)}
     assert server.settles("up", up) == up, server.output()
     for n in range(3):
         enqueue(jobs.add, n, n)
     enqueue(jobs.always_fails)  # retried twice, then dead-lettered
+    enqueue(jobs.swallows_exceptions)  # timed out, then dead-lettered: failed, and timed out
     for n in range(4):
         enqueue(jobs.send_email, f"{n}@example.com")  # the "emails" queue: the supervisor's children
-    finished = lambda: Job.objects.filter(status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED]).count() == 8  # noqa: E731
+    finished = lambda: Job.objects.filter(status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED]).count() == 9  # noqa: E731
     assert wait_for(finished, 60), alone.output() + supervisor.output()
     outcomes = {
         (("outcome", "succeeded"), ("queue", "default")): 3.0,
         (("outcome", "retried"), ("queue", "default")): 2.0,
-        (("outcome", "failed"), ("queue", "default")): 1.0,
+        (("outcome", "failed"), ("queue", "default")): 2.0,
         (("outcome", "succeeded"), ("queue", "emails")): 4.0,
     }
     query = "sum by (queue, outcome) (dbjobs_jobs_finished_total)"
     assert server.settles(query, outcomes) == outcomes, server.output()
     runs = {(("job_name", "tests.jobs.add"),): 3.0, (("job_name", "tests.jobs.always_fails"),): 3.0}
     runs[(("job_name", "tests.jobs.send_email"),)] = 4.0
+    runs[(("job_name", "tests.jobs.swallows_exceptions"),)] = 1.0
     assert server.settles("sum by (job_name) (dbjobs_job_duration_seconds_count)", runs) == runs
-    delays = {(("queue", "default"),): 6.0, (("queue", "emails"),): 4.0}
+    timed_out = {(("job_name", "tests.jobs.swallows_exceptions"), ("queue", "default")): 1.0}
+    assert server.settles("sum by (queue, job_name) (dbjobs_jobs_timed_out_total)", timed_out) == timed_out
+    delays = {(("queue", "default"),): 7.0, (("queue", "emails"),): 4.0}
     assert server.settles("sum by (queue) (dbjobs_job_start_delay_seconds_count)", delays) == delays
+    # No gauges' view is scraped here: dbjobs_workers is absent, which DbjobsNoLiveWorker
+    # takes for no worker (it fires after its "for" of 2 minutes).
+    absent = {(("alertname", "DbjobsNoLiveWorker"), ("alertstate", "pending"), ("severity", "critical")): 1.0}
+    assert server.settles('ALERTS{alertname="DbjobsNoLiveWorker"}', absent) == absent, server.output()
     for worker in (alone, supervisor):
         worker.process.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0, worker.output()
@@ -118,5 +126,6 @@ def test_prometheus_reads_the_database_gauges_and_evaluates_the_alert_rules(
         ): 1.0
     }
     assert server.settles('ALERTS{alertname="DbjobsQueueWithoutWorker"}', pending) == pending, server.output()
+    assert server.settles('ALERTS{alertname="DbjobsNoLiveWorker"}', {}) == {}  # a live worker, counted
     rules = [rule for group in server.api("rules")["groups"] for rule in group["rules"]]
     assert len(rules) == 6 and {rule["health"] for rule in rules} == {"ok"}, rules

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from django_dbjobs import enqueue
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from django_dbjobs.worker.lifecycle.stop_signals import forwarded
+from django_dbjobs.worker.lifecycle.supervisor import Supervisor
 from tests import jobs
 from tests.conftest import stop_process, wait_for
 
@@ -180,3 +182,20 @@ def test_children_stop_when_the_supervisor_is_killed(run_jobs):
     assert wait_for(lambda: not WorkerProcess.objects.exists()), (
         "they stopped gracefully, removing their rows"
     )
+
+
+def test_an_exit_callback_that_raises_is_logged_and_the_supervisor_goes_on(caplog):
+    """on_exit (the metrics endpoint's) fails for every child: each is still reaped, none orphaned."""
+    told = []
+
+    def on_exit(pid):
+        told.append(pid)
+        raise RuntimeError("metrics directory gone")
+
+    quick = [sys.executable, "-c", "pass"]
+    chief = Supervisor(quick, 2, burst=True, on_exit=on_exit)
+    assert chief.run() == 0
+    assert sorted(told) == sorted(child.process.pid for child in chief.children)
+    assert all(child.done and child.process.returncode == 0 for child in chief.children)
+    failed = [r for r in caplog.records if r.getMessage().startswith("The exit callback failed")]
+    assert len(failed) == 2 and all(r.exc_info and r.exc_info[0] is RuntimeError for r in failed)

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 from prometheus_client import CollectorRegistry
 
 from django_dbjobs import enqueue
@@ -15,13 +16,15 @@ from django_dbjobs.exceptions import JobCancelled, JobTimeout, WorkerLost
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from django_dbjobs.models.settling import CANCELLED
 from django_dbjobs.observability.outcomes import OUTCOMES, outcome_of
-from django_dbjobs.observability.worker_metrics import WorkerMetrics
+from django_dbjobs.observability.worker_metrics import UNREGISTERED, WorkerMetrics
 from django_dbjobs.worker.leases.sweep import sweep
+from django_dbjobs.worker.lifecycle.stop_signals import TAKEN_SIGNALS
 from tests import jobs
 from tests.conftest import ROOT, wait_for
 from tests.metrics_helpers import free_port, only, scrape
 
 FINISHED = "dbjobs_jobs_finished_total"
+TIMED_OUT = "dbjobs_jobs_timed_out_total"
 STARTED = "dbjobs_jobs_started_total"
 
 
@@ -57,8 +60,8 @@ def settles(url: str, name: str, expected: dict, **labels) -> dict:
         (JobStatus.FAILED, None, [{"exception_class_path": "x.UnknownJob"}], "failed"),
         (JobStatus.FAILED, JobCancelled("x"), [], "cancelled"),
         (JobStatus.FAILED, ValueError("x"), [{"exception_class_path": CANCELLED}], "cancelled"),
-        (JobStatus.READY, JobTimeout("x"), [], "timed_out"),
-        (JobStatus.FAILED, JobTimeout("x"), [], "timed_out"),
+        (JobStatus.READY, JobTimeout("x"), [], "retried"),  # counted timed out too, apart
+        (JobStatus.FAILED, JobTimeout("x"), [], "failed"),
     ],
 )
 def test_each_stored_outcome_has_one_label(status, failure, errors, expected):
@@ -89,7 +92,24 @@ def test_jobs_the_sweep_recovers_charged_count_as_retried_then_failed(recorded, 
     assert Job.objects.get().status == JobStatus.FAILED
     labels = {"queue": "emails", "job_name": "tests.jobs.send_email"}
     counted = {o: recorded.get_sample_value(FINISHED, {**labels, "outcome": o}) for o in OUTCOMES}
-    assert counted == {"succeeded": None, "retried": 1.0, "failed": 1.0, "cancelled": None, "timed_out": None}
+    assert counted == {"succeeded": None, "retried": 1.0, "failed": 1.0, "cancelled": None}
+    assert recorded.get_sample_value(TIMED_OUT, labels) is None
+
+
+def test_names_the_worker_does_not_know_share_one_series_and_one_cache_entry(db):
+    """Names read from the table are unbounded: the series and the worker's lookups of them are not."""
+    collectors = CollectorRegistry()
+    metrics = WorkerMetrics(collectors)
+    for n in range(50):
+        job = Job(name=f"gone.job_{n}", queue="default", errors=[], run_at=timezone.now())
+        with metrics.run(job):
+            pass
+        metrics.outcome(job, JobStatus.FAILED, JobTimeout("x"))
+    labels = {"queue": "default", "job_name": UNREGISTERED}
+    assert collectors.get_sample_value(STARTED, labels) == 50.0
+    assert collectors.get_sample_value(FINISHED, {**labels, "outcome": "failed"}) == 50.0
+    assert collectors.get_sample_value(TIMED_OUT, labels) == 50.0
+    assert len(metrics._by_job) == 1 and len(metrics._children) == 2  # finished{failed}, timed_out
 
 
 def test_without_metrics_nothing_is_imported_or_hooked(transactional_db):
@@ -123,20 +143,24 @@ def test_a_worker_counts_every_start_and_outcome_of_a_known_workload(run_jobs):
     enqueue(jobs.fails_until_attempt, 2)  # retried once, then succeeds
     enqueue(jobs.always_fails)  # retried twice, then dead-lettered
     enqueue(jobs.swallows_exceptions)  # timed out, dead-lettered
+    enqueue(jobs.spins_forever)  # timed out and retried, then timed out and dead-lettered
     worker, url = endpoint(run_jobs)
-    finished = lambda: Job.objects.filter(status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED]).count() == 6  # noqa: E731
+    finished = lambda: Job.objects.filter(status__in=[JobStatus.SUCCESSFUL, JobStatus.FAILED]).count() == 7  # noqa: E731
     assert wait_for(finished, 60), worker.output()
     by_job = {
         "tests.jobs.add": {"succeeded": 3.0},
         "tests.jobs.fails_until_attempt": {"retried": 1.0, "succeeded": 1.0},
         "tests.jobs.always_fails": {"retried": 2.0, "failed": 1.0},
-        "tests.jobs.swallows_exceptions": {"timed_out": 1.0},
+        "tests.jobs.swallows_exceptions": {"failed": 1.0},
+        "tests.jobs.spins_forever": {"retried": 1.0, "failed": 1.0},
     }
     for name, expected in by_job.items():
         assert settles(url, FINISHED, expected, queue="default", job_name=name) == expected, worker.output()
     started = {"tests.jobs.add": 3.0, "tests.jobs.fails_until_attempt": 2.0, "tests.jobs.always_fails": 3.0}
-    started["tests.jobs.swallows_exceptions"] = 1.0
+    started.update({"tests.jobs.swallows_exceptions": 1.0, "tests.jobs.spins_forever": 2.0})
     assert counts(url, STARTED, queue="default") == started
+    timed_out = {"tests.jobs.swallows_exceptions": 1.0, "tests.jobs.spins_forever": 2.0}
+    assert counts(url, TIMED_OUT, queue="default") == timed_out
     samples = scrape(url)
     durations = counts(url, "dbjobs_job_duration_seconds_count", queue="default")
     assert durations == started
@@ -145,7 +169,7 @@ def test_a_worker_counts_every_start_and_outcome_of_a_known_workload(run_jobs):
         slow[(("le", "0.25"), ("queue", "default"))] == 0
         and slow[(("le", "+Inf"), ("queue", "default"))] == 1
     )
-    assert only(samples, "dbjobs_job_start_delay_seconds_count") == {(("queue", "default"),): 9.0}
+    assert only(samples, "dbjobs_job_start_delay_seconds_count") == {(("queue", "default"),): 11.0}
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0, worker.output()
     assert "Serving metrics url=http://127.0.0.1:" in worker.output()
@@ -223,3 +247,38 @@ def test_without_prometheus_client_the_option_says_what_to_install(run_jobs, tra
     assert worker.wait(60) == 1, worker.output()
     assert "needs prometheus_client: pip install 'django-dbjobs[prometheus]'" in worker.output()
     assert not WorkerProcess.objects.exists()
+
+
+def thread_masks(pid: int) -> dict[str, tuple[int, str]]:
+    """Each live thread of `pid`: its blocked signals (SigBlk) and what it waits in (wchan)."""
+    masks = {}
+    for thread in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{thread}/status") as status:
+                blocked = next(line for line in status if line.startswith("SigBlk:")).split()[1]
+            with open(f"/proc/{pid}/task/{thread}/wchan") as wchan:
+                masks[thread] = (int(blocked, 16), wchan.read())
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # that thread has ended
+    return masks
+
+
+@pytest.mark.skipif(
+    not os.path.isdir("/proc/self/task"), reason="reads the threads' signal masks in /proc (Linux)"
+)
+def test_every_thread_of_a_worker_serving_metrics_keeps_the_taken_signals_blocked(run_jobs, transactional_db):
+    """The metrics server starts before the worker takes its signals: its threads must not take them.
+
+    The signal thread alone is left out: sigwait() unblocks what it waits for while it waits.
+    """
+    worker, url = endpoint(run_jobs)
+    assert wait_for(lambda: scrape(url) and WorkerProcess.objects.exists(), 60), worker.output()
+    assert scrape(url)  # a request's thread has run too
+    taken = sum(1 << (signum - 1) for signum in TAKEN_SIGNALS)
+    masks = thread_masks(worker.process.pid)
+    waiting = [thread for thread, (_, wchan) in masks.items() if "sigtimedwait" in wchan]
+    unblocked = {thread: hex(blocked) for thread, (blocked, _) in masks.items() if blocked & taken != taken}
+    assert len(waiting) == 1 and len(masks) >= 4, masks  # main, signals, metrics server, worker thread(s)
+    assert unblocked == {waiting[0]: hex(masks[waiting[0]][0])}, masks
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0, worker.output()

@@ -19,10 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from ..exceptions import JobTimeout
-from ..models import JobStatus
 from . import run_hooks, tracing
-from .outcomes import outcome_of
+from .outcomes import outcome_of, timed_out
 
 if TYPE_CHECKING:
     from ..models import Job
@@ -93,13 +91,11 @@ def finished(job: Job, status: str, failure: BaseException | None) -> None:
 
     span = current[1]
     outcome = outcome_of(job, status, failure)
-    if outcome == "timed_out":  # the span says so apart (timed_out): its outcome says what followed
-        outcome = "retried" if status == JobStatus.READY else "failed"
     if outcome is not None:
         span.set_attribute("django_dbjobs.job.outcome", outcome)
     if failure is None or outcome == "cancelled":  # asked to stop: an operator's choice, not an error
         return
-    if isinstance(failure, JobTimeout):
+    if timed_out(failure):  # apart from its outcome, which says what followed
         span.set_attribute("django_dbjobs.job.timed_out", True)
     kind = type(failure)
     span.set_attribute("error.type", f"{kind.__module__}.{kind.__qualname__}")

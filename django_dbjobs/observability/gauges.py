@@ -89,18 +89,23 @@ def worker_gauges(status: Status, held: dict[str, int]) -> list[Gauge]:
     """The live workers (heartbeat within DBJOBS_HEARTBEAT_TIMEOUT), their threads and held jobs."""
     live = Gauge("dbjobs_workers", "Live run_jobs processes (heartbeat within DBJOBS_HEARTBEAT_TIMEOUT).")
     live.add(len(status.workers))
-    threads = Gauge(
-        "dbjobs_worker_threads", "Job threads of each live worker.", ("worker", "hostname", "pid")
-    )
+    # By host and pid, not by the worker's id: a new id at every start would be a new series.
+    # Two live rows of one host and pid (a container restarted before its old heartbeat went
+    # stale) are added up: one series each, or the scrape is refused as duplicated.
+    by_process: dict[tuple[str, str], tuple[int, int]] = {}
+    for worker in status.workers:
+        process = (worker.hostname, str(worker.pid))
+        threads_of, running_of = by_process.get(process, (0, 0))
+        by_process[process] = (threads_of + worker.concurrency, running_of + held.get(worker.id, 0))
+    threads = Gauge("dbjobs_worker_threads", "Job threads of each live worker.", ("hostname", "pid"))
     running = Gauge(
         "dbjobs_worker_running_jobs",
         "RUNNING jobs each live worker holds (prefetched jobs not started yet included).",
-        ("worker", "hostname", "pid"),
+        ("hostname", "pid"),
     )
-    for worker in status.workers:
-        labels = (worker.id, worker.hostname, str(worker.pid))
-        threads.add(worker.concurrency, *labels)
-        running.add(held.get(worker.id, 0), *labels)
+    for process, (threads_of, running_of) in by_process.items():
+        threads.add(threads_of, *process)
+        running.add(running_of, *process)
     return [live, threads, running]
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import MetricsUnavailable
+from ..worker.lifecycle.stop_signals import taken_signals_blocked
 from . import worker_metrics
 
 logger = logging.getLogger("django_dbjobs")
@@ -97,9 +98,12 @@ def serve(address: str, port: int, collectors: Any = None) -> Any:
     from prometheus_client import REGISTRY, start_http_server
 
     try:
-        started = start_http_server(
-            port, addr=address, registry=REGISTRY if collectors is None else collectors
-        )
+        # Its threads (and each request's) inherit the mask: like every thread of the worker's
+        # but its signal thread, they keep the taken signals blocked (stop_signals.py).
+        with taken_signals_blocked():
+            started = start_http_server(
+                port, addr=address, registry=REGISTRY if collectors is None else collectors
+            )
     except OSError as exc:
         raise MetricsUnavailable(f"Cannot serve metrics on {address}:{port}: {exc.strerror or exc}.") from exc
     server = started[0] if isinstance(started, tuple) else started  # a (server, thread) since 0.17

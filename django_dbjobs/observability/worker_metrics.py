@@ -1,4 +1,4 @@
-"""The worker's Prometheus metrics: jobs started and finished by outcome, run durations, start delays.
+"""The worker's Prometheus metrics: jobs started, finished by outcome, timed out; run durations, start delays.
 
 Turned on by ``run_jobs --metrics-port`` (metrics_endpoint.py) and nothing else: only then
 is ``prometheus_client`` imported and are the run hooks added. Labels stay few: the queue,
@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from .. import registry
 from . import run_hooks
-from .outcomes import outcome_of
+from .outcomes import outcome_of, timed_out
 
 if TYPE_CHECKING:
     from ..models import Job
@@ -71,8 +71,14 @@ class WorkerMetrics:
         )
         self.finished = Counter(
             "dbjobs_jobs_finished",
-            "Job outcomes stored: succeeded, retried, failed (dead-lettered), cancelled, timed_out.",
+            "Job outcomes stored: succeeded, retried, failed (dead-lettered), cancelled.",
             ["queue", "job_name", "outcome"],
+            registry=collectors,
+        )
+        self.timed_out = Counter(
+            "dbjobs_jobs_timed_out",
+            "Job attempts that ran past their timeout (each also counted by its outcome).",
+            ["queue", "job_name"],
             registry=collectors,
         )
         self.duration = Histogram(
@@ -89,8 +95,10 @@ class WorkerMetrics:
             buckets=SECONDS_BUCKETS,
             registry=collectors,
         )
+        # labels() checks and locks on every call: a worker's few series are looked up once,
+        # keyed by their labels (not by the raw name: unknown names share one entry).
         self._by_job: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
-        self._finished: dict[tuple[str, str, str], Any] = {}
+        self._children: dict[tuple[Any, ...], Any] = {}
 
     def hook(self) -> None:
         """Count every run and outcome of this process from now on."""
@@ -104,7 +112,7 @@ class WorkerMetrics:
     @contextmanager
     def run(self, job: Job) -> Iterator[None]:
         """Count `job`'s start and its wait since it was due; time its run."""
-        started, duration, start_delay = self._series(job.queue, job.name)
+        started, duration, start_delay = self._series(job.queue, job_label(job.name))
         started.inc()
         if job.run_at is not None:  # host clock against the database's: NTP keeps them close
             start_delay.observe(max((timezone.now() - job.run_at).total_seconds(), 0.0))
@@ -115,22 +123,26 @@ class WorkerMetrics:
             duration.observe(time.perf_counter() - began)
 
     def outcome(self, job: Job, status: str, failure: BaseException | None) -> None:
-        """Count a stored outcome of `job` under its `outcome` label."""
+        """Count a stored outcome of `job` under its `outcome` label, and a timeout apart."""
         label = outcome_of(job, status, failure)
         if label is None:
             return
-        key = (job.queue, job.name, label)
-        counter = self._finished.get(key)
-        if counter is None:
-            counter = self._finished[key] = self.finished.labels(job.queue, job_label(job.name), label)
-        counter.inc()
+        name = job_label(job.name)
+        self._child(self.finished, job.queue, name, label).inc()
+        if timed_out(failure):
+            self._child(self.timed_out, job.queue, name).inc()
 
-    def _series(self, queue: str, name: str) -> tuple[Any, Any, Any]:
-        # labels() checks and locks on every call: a worker's few series are looked up once.
-        found = self._by_job.get((queue, name))
+    def _child(self, metric: Any, *labels: str) -> Any:
+        key = (metric, *labels)
+        found = self._children.get(key)
         if found is None:
-            label = job_label(name)
-            found = self._by_job[queue, name] = (
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
+    def _series(self, queue: str, label: str) -> tuple[Any, Any, Any]:
+        found = self._by_job.get((queue, label))
+        if found is None:
+            found = self._by_job[queue, label] = (
                 self.started.labels(queue, label),
                 self.duration.labels(queue, label),
                 self.start_delay.labels(queue),

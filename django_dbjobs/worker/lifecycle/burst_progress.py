@@ -10,7 +10,6 @@ so a backlog of millions costs an index range of LEFT_CAP rows, not a table coun
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 
@@ -18,7 +17,7 @@ from django.db import connections
 
 from ...models import Job, JobStatus
 from ...signals import job_finished
-from .stop_signals import TAKEN_SIGNALS
+from .stop_signals import taken_signals_blocked
 
 LOGGER = logging.getLogger("django_dbjobs")
 #: Seconds between redraws; the most due jobs counted for "left".
@@ -48,13 +47,8 @@ class BurstProgress:
             handler.addFilter(self._clear_line)
         # Threads inherit the signal mask: this one must not take the worker's SIGTERM
         # (see stop_signals.py), so it starts with the stop signals blocked.
-        masked = hasattr(signal, "pthread_sigmask")
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, TAKEN_SIGNALS) if masked else None
-        try:
+        with taken_signals_blocked():
             self._thread.start()
-        finally:
-            if masked:
-                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -21,7 +21,8 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 logger = logging.getLogger("django_dbjobs")
 
@@ -33,6 +34,19 @@ if hasattr(signal, "SIGRTMIN"):
 #: Every signal the worker takes on its signal thread (and other threads keep blocked).
 TAKEN_SIGNALS = STOP_SIGNALS | set(FORWARDED.values())
 _STOP_FOR = {forwarded: signum for signum, forwarded in FORWARDED.items()}
+
+
+@contextmanager
+def taken_signals_blocked() -> Iterator[None]:
+    """Block TAKEN_SIGNALS in this thread for the block: a thread started in it inherits the mask,
+    and so never takes a signal meant for the signal thread, even if started before install()."""
+    masked = hasattr(signal, "pthread_sigmask")
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, TAKEN_SIGNALS) if masked else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def forwarded(signum: int) -> int:

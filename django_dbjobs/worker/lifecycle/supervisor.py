@@ -123,6 +123,17 @@ class Supervisor:
         child.restart_at = None
         logger.info("Worker process started index=%s pid=%s", child.index, child.process.pid)
 
+    def _exited(self, index: int, pid: int) -> None:
+        """Tell on_exit; its failure is logged, never the end of the supervisor (orphaning its children)."""
+        if self.on_exit is None:
+            return
+        try:
+            self.on_exit(pid)
+        except Exception:
+            logger.exception(
+                "The exit callback failed for worker process index=%s pid=%s; supervising on", index, pid
+            )
+
     def _reap(self) -> None:
         for child in self.children:
             if child.done or child.process is None or child.restart_at is not None:
@@ -130,8 +141,7 @@ class Supervisor:
             status = child.process.poll()
             if status is None:
                 continue
-            if self.on_exit is not None:
-                self.on_exit(child.process.pid)
+            self._exited(child.index, child.process.pid)
             ran = time.monotonic() - child.started
             if self.signals:
                 child.done = True

@@ -126,3 +126,23 @@ def test_prune_jobs_fills_them_all_in_and_says_so(monkeypatch):
     out = io.StringIO()
     call_command("prune_jobs", stdout=out)
     assert "without a cause" not in out.getvalue()
+
+
+def test_before_the_index_of_causes_is_built_a_pass_waits_for_it(monkeypatch):
+    """Workers may start before migration 0003 (index-only): a pass then does nothing, never an
+    error (MySQL/MariaDB's FORCE INDEX would name an index that is not there yet)."""
+    from django.db import connection
+
+    stored = stored_without_causes()
+    index = next(i for i in Job._meta.indexes if i.name == missing_causes.CAUSE_INDEX)
+    monkeypatch.setattr(missing_causes, "_indexed", set())
+    with connection.schema_editor() as editor:
+        editor.remove_index(Job, index)
+    try:
+        assert missing_causes.fill_in("default") == 0
+        assert causes_now() == dict.fromkeys(stored)
+    finally:
+        with connection.schema_editor() as editor:
+            editor.add_index(Job, index)
+    assert missing_causes.fill_in("default") == len(stored)
+    assert causes_now() == stored

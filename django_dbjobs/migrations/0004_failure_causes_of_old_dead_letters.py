@@ -17,7 +17,11 @@ def fingerprint_dead_letters(apps, schema_editor):
     """Store the cause of every dead letter without one, from its last error record."""
     using = schema_editor.connection.alias
     jobs = apps.get_model("django_dbjobs", "Job")._base_manager.using(using)
-    todo = jobs.filter(status="FAILED", error_fingerprint__isnull=True).order_by("finished_at", "pk")
+    # The fingerprint leads the order although it is NULL throughout: PostgreSQL takes IS NULL
+    # as no equality, and only then reads the index of causes in order instead of sorting.
+    todo = jobs.filter(status="FAILED", error_fingerprint__isnull=True).order_by(
+        "error_fingerprint", "finished_at", "pk"
+    )
     while True:
         # The rows given a cause leave `todo`: each batch reads the next ones, never a row twice.
         rows = list(todo.values_list("pk", "errors", "last_error")[:BATCH])
@@ -28,7 +32,7 @@ def fingerprint_dead_letters(apps, schema_editor):
             causes.setdefault(_cause(errors, last_error), []).append(pk)
         with transaction.atomic(using=using):
             for cause, pks in sorted(causes.items()):
-                jobs.filter(pk__in=pks).update(error_fingerprint=cause)
+                todo.filter(pk__in=pks).update(error_fingerprint=cause)  # still an uncaused dead letter
 
 
 def _cause(errors, last_error) -> str:

@@ -118,6 +118,12 @@ def delete_cause(fingerprint: str | None, using: str = "default") -> tuple[int, 
     return dead_letters(fingerprint, using).delete_all(fence=of_cause(fingerprint))
 
 
+#: A cause's dead letters newest first, in the index of causes' order: the fingerprint leads
+#: even though it is one value, since PostgreSQL takes ``IS NULL`` (the dead letters without
+#: a cause) as no equality and would otherwise sort them all.
+NEWEST_FIRST = ("-error_fingerprint", "-finished_at", "-pk")
+
+
 def _add_names_and_queues(found: list[Cause], using: str) -> None:
     """Count the job names and queues of each cause's newest dead letters (NAMES_READ at most).
 
@@ -125,7 +131,7 @@ def _add_names_and_queues(found: list[Cause], using: str) -> None:
     what one of a hundred does.
     """
     for item in found:
-        newest = dead_letters(item.fingerprint, using).order_by("-finished_at", "-pk")
+        newest = dead_letters(item.fingerprint, using).order_by(*NEWEST_FIRST)
         rows = list(newest.values_list("name", "queue")[:NAMES_READ])
         item.names_read = len(rows)
         item.names = _most_first(Counter(name for name, _queue in rows))
@@ -140,10 +146,9 @@ def _add_samples(found: list[Cause], using: str) -> None:
     """Read each cause's sample, its newest failure, with its last error: one row per cause,
     the first of the cause's rows backwards on the index (finished_at, then id)."""
     for item in found:
-        newest = dead_letters(item.fingerprint, using).order_by("-finished_at", "-pk")
+        newest = dead_letters(item.fingerprint, using).order_by(*NEWEST_FIRST)
         item.sample_id, errors = newest.values_list("pk", "errors").first() or ("", None)
-        errors = errors or [{}]
-        last = errors[-1] if isinstance(errors[-1], dict) else {}
+        last = errors[-1] if errors and isinstance(errors, list) and isinstance(errors[-1], dict) else {}
         item.exception_class_path = str(last.get("exception_class_path", ""))
         item.summary = str(last.get("summary", ""))
         item.traceback = str(last.get("traceback", ""))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
+from django.db import connections, transaction
 
 from .. import db
 from ..models import Job, JobStatus
@@ -43,9 +43,26 @@ def cause_of(errors, last_error) -> str:
         return fingerprint({"summary": str(last_error or "")})
 
 
+#: The databases found to have the index of causes (once there, it stays).
+_indexed: set[str] = set()
+
+
+def _has_cause_index(using: str) -> bool:
+    if using not in _indexed:
+        connection = connections[using]
+        with connection.cursor() as cursor:
+            names = connection.introspection.get_constraints(cursor, Job._meta.db_table)
+        if CAUSE_INDEX not in names:
+            return False
+        _indexed.add(using)
+    return True
+
+
 def fill_in(using: str = "default", batch_size: int | None = None) -> int:
     """Give up to `batch_size` (BATCH_SIZE) dead letters without a cause theirs, the newest
     first; return how many."""
+    if not _has_cause_index(using):  # migration 0003 not applied yet (workers may start before it)
+        return 0
     todo = without_cause(using)
     # All NULL, but only the index of causes gives this order: PostgreSQL, counting the NULLs
     # of every live job, would read every dead letter backwards on another (MySQL/MariaDB:

@@ -19,8 +19,8 @@ SYSTEM = "django_dbjobs"
 #: A key of ``Job.trace_context`` beside the W3C fields: its run links to the enqueuer's
 #: span instead of continuing its trace (a batch callback: it runs for the whole batch).
 LINK = "dbjobs_link"
-#: Longest tracestate stored (the W3C limit: 32 entries of at most 256 characters; in
-#: practice a few dozen characters): a longer one is left out, the traceparent kept.
+#: Longest tracestate stored: what the W3C spec asks propagators to keep at least (in
+#: practice a few dozen characters). A longer one is left out whole, the traceparent kept.
 MAX_TRACESTATE = 512
 
 # The provider seen last and its tracer (None: off). A provider, once set, stays for the

@@ -75,7 +75,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"failed: would give {count} dead letters stored without a cause theirs.")
             return
         filled = count = missing_causes.fill_in(using)
-        while count == missing_causes.BATCH_SIZE:  # a full batch: maybe more
+        while count:  # until a pass finds none (another process may be filling some in too)
             count = missing_causes.fill_in(using)
             filled += count
         if filled:

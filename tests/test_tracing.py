@@ -216,3 +216,17 @@ def trace_api():
     from opentelemetry import trace
 
     return trace
+
+
+def test_a_tracer_that_cannot_start_a_span_leaves_the_enqueue_untraced_and_done(spans, monkeypatch, caplog):
+    from django_dbjobs.observability import tracing
+
+    class Refusing:
+        def start_as_current_span(self, *args, **kwargs):
+            raise RuntimeError("SDK down")
+
+    monkeypatch.setattr(tracing, "tracer", lambda: Refusing())
+    job = enqueue(opens_a_span, "refused")
+    job.refresh_from_db()
+    assert job.trace_context is None and Job.objects.filter(name=job.name).count() == 1
+    assert "Tracing could not start the span of an enqueue" in caplog.text

@@ -145,7 +145,8 @@ def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
 
 def _recover(job: Job, lost: str, result: SweepResult) -> None:
     charged = job.isolation == Isolation.STARTED
-    if not job.recover(lost, worker_lost_error(job, lost)):
+    error = worker_lost_error(job, lost)
+    if not job.recover(lost, error):
         return  # another sweeper, or the worker itself, got there first
     if job.status == JobStatus.FAILED:
         result.failed += 1
@@ -161,7 +162,7 @@ def _recover(job: Job, lost: str, result: SweepResult) -> None:
         )
     else:
         result.requeued += 1
-        run_hooks.outcome(job, JobStatus.READY, _worker_lost(job))
+        run_hooks.outcome(job, JobStatus.READY, _worker_lost(error))
         logger.warning(
             "Job recovered from a lost worker it was running alone in id=%s name=%s attempt=%s worker=%s",
             job.pk,
@@ -180,7 +181,7 @@ def _failed(job: Job, lost: str) -> None:
         failure: BaseException = JobCancelled(summary.removeprefix("JobCancelled: "))
         what = "Job cancelled: it was asked to stop, and its worker was lost"
     else:
-        failure = _worker_lost(job)
+        failure = _worker_lost(job.errors[-1])
         what = "Job failed: its worker was lost on every attempt"
     # One log record per failed job: a Task's is Django's (task_finished, below).
     logger.log(
@@ -200,9 +201,9 @@ def _failed(job: Job, lost: str) -> None:
             registered.finished(job, JobStatus.FAILED, failure)
 
 
-def _worker_lost(job: Job) -> WorkerLost:
-    """The exception of `job`'s last error, a lost worker's, as its outcome's listeners hear it."""
-    return WorkerLost(job.errors[-1]["summary"].removeprefix("WorkerLost: "))
+def _worker_lost(error: dict) -> WorkerLost:
+    """The exception of a lost worker's error record, as the outcome's listeners hear it."""
+    return WorkerLost(str(error.get("summary", "")).removeprefix("WorkerLost: "))
 
 
 def worker_lost_error(job: Job, worker: str) -> dict:

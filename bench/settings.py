@@ -31,3 +31,7 @@ if os.environ.get("BENCH_TRACING"):
     from bench.tracing import set_up_worker
 
     set_up_worker()
+# bench/sustained.py: how long finished jobs are kept (seconds), so retention runs during the bench.
+if os.environ.get("BENCH_KEEP_SUCCEEDED"):
+    DBJOBS_KEEP_SUCCEEDED = float(os.environ["BENCH_KEEP_SUCCEEDED"])
+    DBJOBS_KEEP_FAILED = float(os.environ["BENCH_KEEP_SUCCEEDED"])

@@ -53,6 +53,7 @@ AFTER_INITIAL = [
     "0002_trace_context_and_failure_cause",
     "0003_cause_and_live_job_indexes",
     "0004_failure_causes_of_old_dead_letters",
+    "0005_job_table_autovacuum",
 ]
 
 
@@ -118,7 +119,8 @@ def test_a_database_the_old_migrations_made_needs_nothing_runs_jobs_and_unapplie
     executor = MigrationExecutor(connection)
     assert executor.migration_plan([(APP, "0001_initial")]) == []
     assert migration_history.missing_replaced_migrations() == []
-    # Only the new ones workers need: 0003 only adds an index, 0004 only fills in causes.
+    # Only the new ones workers need: 0003 only adds an index, 0004 only fills in causes,
+    # 0005 only sets autovacuum.
     assert db.pending_migrations() == [f"{APP}.{AFTER_INITIAL[0]}"]
     call_command("migrate", APP, "0001_initial", skip_checks=False, verbosity=0)  # checks pass, nothing to do
     assert recorded() == EVERY_OLD_MIGRATION

@@ -2,6 +2,7 @@
 
 import datetime
 import io
+import logging
 import time
 
 import pytest
@@ -132,22 +133,56 @@ def test_workers_pruning_at_once_take_different_batches():
         other.close()
 
 
-def test_workers_prune_a_batch_per_round(settings, monkeypatch):
+def test_workers_prune_a_batch_per_round_and_full_batches_while_behind(settings, monkeypatch, caplog):
     settings.DBJOBS_KEEP_FAILED = None  # kept forever
     monkeypatch.setattr(retention, "BATCH_SIZE", 4)
+    monkeypatch.setattr(retention, "ROUND_BUDGET", 0)  # no time for a second batch in a round
     make(JobStatus.SUCCESSFUL, 8, count=6)
     make(JobStatus.FAILED, 400, count=2)
     pruner = retention.Pruner("default")
     pruner.prune_if_due()
     assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 2
-    pruner.prune_if_due()  # a full batch: the next round comes a second later, not at once
+    pruner.prune_if_due()  # a full batch: the next round comes a moment later, not at once
     assert Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 2
+    assert 0 < pruner._next - time.monotonic() <= retention.CATCH_UP_INTERVAL
     pruner._next = 0
     pruner.prune_if_due()
     assert statuses() == ["FAILED", "FAILED"]
+    assert pruner._next - time.monotonic() > retention.PRUNE_INTERVAL / 2  # caught up: a minute
+
+    # With time left in its round, a worker deletes full batches until one comes back short,
+    # and says so in one line.
+    monkeypatch.setattr(retention, "ROUND_BUDGET", 60)
+    make(JobStatus.SUCCESSFUL, 8, count=9)
+    pruner._next = 0
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="django_dbjobs"):
+        pruner.prune_if_due()
+    assert statuses() == ["FAILED", "FAILED"]
+    assert [record.getMessage() for record in caplog.records if "Pruned" in record.getMessage()] == [
+        "Pruned finished jobs status=SUCCESSFUL deleted=9 older_than=604800.0s"
+    ]
     make(JobStatus.SUCCESSFUL, 8, count=1)
     Worker(burst=True).run()  # a worker prunes as it goes
     assert statuses() == ["FAILED", "FAILED"]
+
+
+def test_a_worker_catching_up_logs_once_a_minute(settings, monkeypatch, caplog):
+    settings.DBJOBS_KEEP_FAILED = None
+    monkeypatch.setattr(retention, "BATCH_SIZE", 2)
+    monkeypatch.setattr(retention, "ROUND_BUDGET", 0)
+    make(JobStatus.SUCCESSFUL, 8, count=7)
+    pruner = retention.Pruner("default")
+    with caplog.at_level(logging.INFO, logger="django_dbjobs"):
+        for _ in range(4):  # 2 + 2 + 2 behind, then the last one: caught up
+            pruner._next = 0
+            pruner.prune_if_due()
+    lines = [record.getMessage() for record in caplog.records if "Pruned" in record.getMessage()]
+    assert lines == [
+        "Pruned finished jobs status=SUCCESSFUL deleted=2 older_than=604800.0s",  # the first round
+        "Pruned finished jobs status=SUCCESSFUL deleted=5 older_than=604800.0s",  # the rest, at the end
+    ]
+    assert not Job.objects.exists()
 
 
 def call(*args, tty=False):

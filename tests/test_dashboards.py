@@ -100,7 +100,7 @@ def test_the_dashboard_is_a_grafana_dashboard_of_panels_with_queries():
         grid = panel["gridPos"]
         assert grid["x"] + grid["w"] <= 24, panel["title"]
     assert {"datasource", "queue"} <= {variable["name"] for variable in dashboard["templating"]["list"]}
-    assert len(expressions()) == len(dashboard["panels"]) + 6  # six alert rules read
+    assert len(expressions()) == len(dashboard["panels"]) + 7  # seven alert rules read
 
 
 def test_promtool_accepts_the_alert_rules():
@@ -111,4 +111,4 @@ def test_promtool_accepts_the_alert_rules():
         pytest.skip(f"promtool (Debian's prometheus) is not installed; {OPT_IN}=1 requires it")
     checked = subprocess.run([promtool, "check", "rules", str(ALERTS)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 6 rules found" in checked.stdout
+    assert "SUCCESS: 7 rules found" in checked.stdout

@@ -160,7 +160,8 @@ def test_an_empty_table_gives_zeros_and_no_queue_rows(settings):
 def test_the_queries_do_not_grow_with_queues_workers_or_jobs(settings, django_assert_max_num_queries):
     settings.DBJOBS_METRICS_TOKEN = TOKEN
     known_rows(settings)
-    with django_assert_max_num_queries(14) as small:
+    # 14, and two for what holds back the cleanup of dead rows (none on SQLite).
+    with django_assert_max_num_queries(16) as small:
         assert scrape(Authorization=f"Bearer {TOKEN}")[0] == 200
     for n in range(20):
         live_worker(f"x:{n + 10}:w", queues=[f"q{n}"])

@@ -128,4 +128,4 @@ def test_prometheus_reads_the_database_gauges_and_evaluates_the_alert_rules(
     assert server.settles('ALERTS{alertname="DbjobsQueueWithoutWorker"}', pending) == pending, server.output()
     assert server.settles('ALERTS{alertname="DbjobsNoLiveWorker"}', {}) == {}  # a live worker, counted
     rules = [rule for group in server.api("rules")["groups"] for rule in group["rules"]]
-    assert len(rules) == 6 and {rule["health"] for rule in rules} == {"ok"}, rules
+    assert len(rules) == 7 and {rule["health"] for rule in rules} == {"ok"}, rules

@@ -2,7 +2,8 @@
 
 What dbjobs_status reads (operations/status.py: a handful of grouped queries on partial
 indexes, never the finished successes; without the jobs handed back as unknown), plus
-the running jobs per worker on the running-jobs index, turned into named gauges.
+the running jobs per worker on the running-jobs index, and what holds back the cleanup
+of dead rows (db/horizon.py: two statements), turned into named gauges.
 Nothing here imports prometheus_client: gauges_view.py renders them.
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count
 
+from ..db.horizon import Horizon, read_horizon
 from ..models import Blocked, Job
 from ..operations.status import Status, read_status
 
@@ -43,7 +45,12 @@ def read_gauges(using: str = "default") -> list[Gauge]:
     held = dict(
         Job.objects.using(using).running().values_list("worker").annotate(count=Count("*")).order_by()
     )
-    return [*queue_gauges(status), *worker_gauges(status, held), *flow_gauges(status)]
+    return [
+        *queue_gauges(status),
+        *worker_gauges(status, held),
+        *flow_gauges(status),
+        *horizon_gauges(read_horizon(using)),
+    ]
 
 
 def queue_gauges(status: Status) -> list[Gauge]:
@@ -140,3 +147,34 @@ def flow_gauges(status: Status) -> list[Gauge]:
     stuck = Gauge("dbjobs_workflows_stuck", "Workflows that can no longer finish (a cycle, a missing job).")
     stuck.add(len(status.workflows.stuck))
     return [keys, used, limit, period, stopping, batches, oldest, stuck]
+
+
+def horizon_gauges(horizon: Horizon) -> list[Gauge]:
+    """The oldest transaction holding back cleanup, our tables' dead rows, InnoDB's history list.
+
+    A part the database's role may not read is left out, not reported as 0. No pid label:
+    each new culprit would be a new series.
+    """
+    oldest = Gauge(
+        "dbjobs_database_oldest_transaction_seconds",
+        "Seconds the oldest open (or prepared) transaction holding back the cleanup of dead rows has "
+        "been open: this database's on PostgreSQL, the server's on MariaDB/MySQL; 0 when none (and on "
+        "SQLite). dbjobs_status names it.",
+    )
+    dead = Gauge(
+        "dbjobs_table_dead_rows",
+        "Dead rows of the table that vacuum has not removed yet (PostgreSQL's n_dead_tup).",
+        ("table",),
+    )
+    history = Gauge(
+        "dbjobs_database_history_length",
+        "InnoDB's history list length: undo records purge has not removed yet (MariaDB/MySQL).",
+    )
+    if horizon.holders_read:
+        culprit = horizon.oldest
+        oldest.add(culprit.age if culprit is not None and culprit.age is not None else 0.0)
+    for table in horizon.tables:
+        dead.add(table.dead, table.table)
+    if horizon.history_length is not None:
+        history.add(horizon.history_length)
+    return [oldest, dead, history]

@@ -4,7 +4,8 @@ A handful of grouped queries on partial indexes (queue_stats.queue_rows(), the j
 handed back as unknown, flow control (flow_status.py), open batches and the dependency rows
 still to count (workflow_status.py), one on the worker table, and, for dbjobs_status when
 there are dead letters, their causes (observability/failure_groups.py: the index of causes
-alone, and one row per cause shown), never a scan of the finished jobs' rows, so it is
+alone, and one row per cause shown), and the long transactions (long_transactions.py: the
+server's views, two statements), never a scan of the finished jobs' rows, so it is
 cheap enough for a probe that runs every few seconds against a table of millions of rows.
 """
 
@@ -19,6 +20,7 @@ from ..models.clock import database_clock
 from ..observability.failure_groups import STATUS_CAUSES, Cause, causes
 from . import unknown_jobs
 from .flow_status import FlowStatus, read_flow
+from .long_transactions import LongTransactions, age_text, read_long_transactions
 from .queue_stats import QueueRow, queue_rows
 from .unknown_jobs import UnknownName
 from .workflow_status import WorkflowStatus, read_workflows
@@ -42,6 +44,8 @@ class Status:
     workflows: WorkflowStatus = field(default_factory=WorkflowStatus)
     #: The most frequent causes of the dead letters (observability/failure_groups.py).
     causes: list[Cause] = field(default_factory=list)
+    #: Who holds back the cleanup of dead rows (read for dbjobs_status only).
+    long_transactions: LongTransactions | None = None
 
     @property
     def serving(self) -> list[WorkerProcess]:
@@ -94,6 +98,7 @@ class Status:
             "flow": self.flow.as_json(),
             "workflows": self.workflows.as_json(self.checked_at),
             "failure_causes": [cause.as_json() for cause in self.causes],
+            "oldest_transaction": self.long_transactions.as_json() if self.long_transactions else None,
             "workers": {
                 "live": len(self.workers),
                 "threads": sum(worker.concurrency for worker in self.workers),
@@ -117,12 +122,14 @@ def read_status(
     using: str = "default",
     hand_backs: bool = True,
     with_causes: bool = False,
+    long_transaction_after: float | None = None,
 ) -> Status:
     """The queues (all, or those named) and the live workers, by the database clock.
 
     With `hand_backs` False, the jobs handed back as unknown are neither counted nor named
     (queue_stats.queue_rows()): what the database gauges leave out to read no job row.
-    With `with_causes`, the most frequent causes of the dead letters too (dbjobs_status).
+    With `with_causes`, the most frequent causes of the dead letters too (dbjobs_status); with
+    `long_transaction_after`, the transactions holding back the cleanup of dead rows.
     """
     rows = queue_rows(using, hand_backs)
     dead_letters = with_causes and any(row.failed for row in rows)
@@ -144,6 +151,9 @@ def read_status(
         workflows=read_workflows(using),
         # Read only when there are dead letters: the index of causes, and one row per cause.
         causes=causes("count", STATUS_CAUSES, using, where=False) if dead_letters else [],
+        long_transactions=(
+            None if long_transaction_after is None else read_long_transactions(using, long_transaction_after)
+        ),
     )
 
 
@@ -152,11 +162,13 @@ def judge(
     lag: float | None = None,
     failed: int | None = None,
     need_workers: bool = False,
+    long_transaction: float | None = None,
 ) -> list[str]:
     """The problems found against the thresholds given, and those always found (status.problems).
 
     Always: jobs a worker did not know, due jobs in a queue no live worker serves, and
-    workflows that can no longer finish.
+    workflows that can no longer finish. A `long_transaction` is judged only where the
+    status read them (read_status's `long_transaction_after`).
     A paused queue's lag is the operator's choice, not a problem: it is not judged.
     """
     problems = standing_problems(status)
@@ -171,6 +183,10 @@ def judge(
     if need_workers and not status.serving:
         which = f" serving {', '.join(status.asked)}" if status.asked else ""
         problems.append(f"no live worker{which} (no heartbeat within DBJOBS_HEARTBEAT_TIMEOUT)")
+    if long_transaction is not None and status.long_transactions is not None:
+        problem = status.long_transactions.problem(long_transaction)
+        if problem:
+            problems.append(problem)
     status.problems = problems
     return problems
 
@@ -210,7 +226,7 @@ def table(status: Status) -> list[str]:
                 str(row.later),
                 str(row.running),
                 str(row.failed),
-                "-" if row.lag is None else _age(row.lag),
+                "-" if row.lag is None else age_text(row.lag),
                 paused,
             ]
         )
@@ -227,17 +243,11 @@ def table(status: Status) -> list[str]:
         text.append(f"Dead letters by cause (the {len(status.causes)} most frequent):")
         for cause in status.causes:
             text.append(f"  {cause.count:>6}  {cause.fingerprint or '(none)':16}  {cause.summary[:100]}")
+    if status.long_transactions is not None:
+        text.extend(status.long_transactions.lines())
     threads = sum(worker.concurrency for worker in status.workers)
     text.append(f"Live workers: {len(status.workers)} ({threads} job threads)")
     for worker in status.workers:
         queues = ",".join(worker.queues) if worker.queues else "all queues"
         text.append(f"  {worker.hostname} pid {worker.pid}: {queues}, {worker.concurrency} threads")
     return text
-
-
-def _age(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.1f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f}m"
-    return f"{seconds / 3600:.1f}h"

@@ -16,6 +16,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, connections, transaction
+from django.utils import timezone
 
 from django_dbjobs.db.horizon import Holder, Horizon, TableRows, read_horizon
 from django_dbjobs.models import Job
@@ -261,3 +262,42 @@ def test_without_the_process_privilege_the_status_says_unknown_and_exits_0():
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP USER '{user}'@'%%'")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's autovacuum")
+@pytest.mark.django_db(transaction=True)
+def test_a_job_table_autovacuum_may_not_visit_is_reported_with_its_dead_rows():
+    finished = {"status": "SUCCESSFUL", "finished_at": timezone.now()}  # nothing due: no problem to report
+    Job.objects.bulk_create([Job(name="tests.jobs.add", queue="default", **finished) for _ in range(1200)])
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE django_dbjobs_job SET (autovacuum_enabled = false)")
+    try:
+        Job.objects.update(priority=1)  # every row leaves a dead version, which nothing cleans up
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_force_next_flush()")
+        deadline = time.monotonic() + 10
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_stat_clear_snapshot()")
+            text = status()
+            if "Autovacuum is off" in text or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert "Autovacuum is off for django_dbjobs_job" in text
+        assert "1200 dead rows (50%)" in text
+        (job_table,) = [
+            t
+            for t in json.loads(status("--json"))["oldest_transaction"]["tables"]
+            if t["table"] == "django_dbjobs_job"
+        ]
+        assert job_table["autovacuum"] is False and job_table["dead_rows"] == 1200
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE django_dbjobs_job RESET (autovacuum_enabled)")
+    assert "Autovacuum is off" not in status() or connection_autovacuum_off()
+
+
+def connection_autovacuum_off() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW autovacuum")
+        return cursor.fetchone()[0] == "off"

@@ -48,9 +48,13 @@ UNION ALL
    FROM pg_replication_slots WHERE xmin IS NOT NULL OR catalog_xmin IS NOT NULL
   ORDER BY 10 DESC LIMIT {MAX_HOLDERS})
 """
+# The last column: whether autovacuum may visit the table (on for the server, not off for it).
 POSTGRESQL_TABLES = r"""
-SELECT relname, n_live_tup, n_dead_tup, last_autovacuum, autovacuum_count FROM pg_stat_user_tables
- WHERE relname LIKE 'django\_dbjobs\_%%' AND schemaname = ANY(current_schemas(false)) ORDER BY relname
+SELECT s.relname, s.n_live_tup, s.n_dead_tup, s.last_autovacuum, s.autovacuum_count,
+       current_setting('autovacuum') = 'on' AND NOT EXISTS (
+           SELECT 1 FROM unnest(c.reloptions) AS o WHERE o ~* '^autovacuum_enabled=(false|off|no|n|f|0)$')
+  FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+ WHERE s.relname LIKE 'django\_dbjobs\_%%' AND s.schemaname = ANY(current_schemas(false)) ORDER BY s.relname
 """
 # Every database's transactions: InnoDB's purge waits for the oldest read view of the server.
 # INNODB_TRX is a copy InnoDB refreshes at most every 0.1 s: a transaction just ended may linger.
@@ -104,6 +108,8 @@ class TableRows:
     dead: int
     last_autovacuum: datetime.datetime | None
     autovacuum_count: int
+    #: Whether autovacuum may visit it (the server's ``autovacuum`` on, not turned off for the table).
+    autovacuum: bool = True
 
     @property
     def dead_share(self) -> float:

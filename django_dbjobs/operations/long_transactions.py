@@ -15,6 +15,8 @@ from ..models import Job
 
 #: Seconds after which dbjobs_status names the oldest transaction (--long-transaction-after).
 DEFAULT_LONG_TRANSACTION = 60.0
+#: With autovacuum off, the job table's dead rows are reported from this many and this share.
+UNVACUUMED_ROWS, UNVACUUMED_SHARE = 1000, 0.1
 
 
 @dataclass
@@ -70,6 +72,7 @@ class LongTransactions:
                     "dead_share": round(t.dead_share, 4),
                     "last_autovacuum": t.last_autovacuum.isoformat() if t.last_autovacuum else None,
                     "autovacuum_count": t.autovacuum_count,
+                    "autovacuum": t.autovacuum,
                 }
                 for t in self.horizon.tables
             ],
@@ -85,6 +88,14 @@ class LongTransactions:
                 f"Transactions hidden from this role: {len(self.hidden)} (<insufficient privilege>: "
                 "grant it pg_read_all_stats to see who holds them and since when)"
             )
+        rows = self.job_rows
+        if rows is not None and not rows.autovacuum and rows.dead >= UNVACUUMED_ROWS:
+            if rows.dead_share >= UNVACUUMED_SHARE:
+                text.append(
+                    f"Autovacuum is off for {rows.table} (the server's autovacuum setting, or the "
+                    f"table's autovacuum_enabled): its {rows.dead} dead rows ({rows.dead_share:.0%}) "
+                    "stay until a VACUUM; turn it on"
+                )
         long = self.long
         if not long:
             return text

@@ -112,6 +112,7 @@ def run(args, name: str) -> list[dict]:
     prober.start()
     long = LongTransaction(args.long_transaction)
     samples = []
+    status_text = None
     started = time.monotonic()
     try:
         for minute in range(1, int(args.minutes * 60 / args.sample) + 1):
@@ -119,6 +120,9 @@ def run(args, name: str) -> list[dict]:
             long.at(minute * args.sample / 60)
             row = {"minute": round(minute * args.sample / 60, 2), **prober.take(), **sustained_stats.sample()}
             row["long_transaction"] = long.open
+            if long.open and status_text is None and long.minutes_open(row["minute"]) >= 2:
+                status_text = dbjobs_status()  # what an operator sees meanwhile
+                print(status_text, flush=True)
             samples.append(row)
             print(line(row), flush=True)
     finally:
@@ -131,6 +135,8 @@ def run(args, name: str) -> list[dict]:
             worker.terminate()
         for worker in workers:
             worker.wait()
+    if status_text is not None:
+        samples[0]["status_during_long_transaction"] = status_text
     by_minute = {round(each["minute"]): each for each in produced}
     for row in samples:
         row.update(
@@ -180,6 +186,21 @@ def produce(rate: int, minutes: float) -> None:
             figures = {"minute": minute, "sent": sent, "behind_s": round(behind, 3)}
             print(json.dumps({**figures, **quantiles("enqueue_many", latencies)}), flush=True)
             latencies, sent, behind, minute = [], 0, 0, minute + 1
+
+
+def dbjobs_status() -> str:
+    """``manage.py dbjobs_status`` as a probe runs it (its exit status given after its output)."""
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = io.StringIO()
+    try:
+        call_command("dbjobs_status", "--fail-if-long-transaction", "60", stdout=out)
+        return out.getvalue() + "exit 0"
+    except CommandError as exc:
+        return f"{out.getvalue()}{exc}\nexit {exc.returncode}"
 
 
 def quantiles(name: str, seconds: list[float]) -> dict:

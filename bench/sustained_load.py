@@ -71,6 +71,10 @@ class LongTransaction:
         self.session = None
         self.done = False
 
+    def minutes_open(self, minute: float) -> float:
+        """How long it has been open at `minute` of the run."""
+        return minute - self.start if self.open else 0.0
+
     @property
     def open(self) -> bool:
         return self.session is not None

@@ -120,6 +120,7 @@ def run(args, name: str) -> list[dict]:
             long.at(minute * args.sample / 60)
             row = {"minute": round(minute * args.sample / 60, 2), **prober.take(), **sustained_stats.sample()}
             row["long_transaction"] = long.open
+            row["load1"] = round(os.getloadavg()[0], 2)  # the machine's load: others' work shows here
             if long.open and status_text is None and long.minutes_open(row["minute"]) >= 2:
                 status_text = dbjobs_status()  # what an operator sees meanwhile
                 print(status_text, flush=True)

@@ -84,6 +84,10 @@ DEFAULTS = {
     # statements (db/prepared.py); Django's DISABLE_SERVER_SIDE_CURSORS (transaction
     # pooling) turns them off too.
     "PREPARED_STATEMENTS": True,
+    # PostgreSQL: the DATABASES alias workers LISTEN on for new jobs, a direct connection
+    # to their database beside a pooled one; None: the worker's own. Unset, a worker whose
+    # LISTEN goes through a pooler probes instead (worker/lifecycle/idle_wait.py).
+    "LISTEN_DATABASE": None,
     # The token a scraper sends (Authorization: Bearer <token>) to read the database gauges
     # (observability/gauges_view.py); None or "": staff users only.
     "METRICS_TOKEN": None,

@@ -2,7 +2,6 @@
 
 import json
 import shutil
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -11,6 +10,7 @@ from pathlib import Path
 
 from tests.conftest import wait_for
 from tests.metrics_helpers import free_port
+from tests.server_process import ServerProcess
 
 #: The tests that start a Prometheus server run only when this variable is 1 (.ci/run sets it).
 OPT_IN = "DBJOBS_TEST_PROMETHEUS"
@@ -25,7 +25,7 @@ class Target:
     token: str | None = None
 
 
-class PrometheusServer:
+class PrometheusServer(ServerProcess):
     """``prometheus`` (Debian's package) scraping `targets` every second, on a free local port."""
 
     def __init__(self, targets: list[Target], directory: Path, rule_files: tuple[Path, ...] = ()):
@@ -34,18 +34,14 @@ class PrometheusServer:
         config = directory / "prometheus.yml"  # JSON is YAML
         config.write_text(json.dumps(_config(targets, rule_files)))
         self.url = f"http://127.0.0.1:{free_port()}"
-        self.log = (directory / "prometheus.log").open("w+")
-        self.process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={directory / 'data'}",
-                f"--web.listen-address={self.url.removeprefix('http://')}",
-                "--log.level=warn",
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
+        command = [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={directory / 'data'}",
+            f"--web.listen-address={self.url.removeprefix('http://')}",
+            "--log.level=warn",
+        ]
+        super().__init__(command, directory / "prometheus.log")
         assert wait_for(self._ready, 60), f"Prometheus did not start:\n{self.output()}"
 
     def api(self, path: str, **parameters: str) -> dict:
@@ -71,20 +67,6 @@ class PrometheusServer:
         while (found := self.query(expression)) != expected and time.monotonic() < deadline:
             time.sleep(0.5)
         return found
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
 
     def _ready(self) -> bool:
         if self.process.poll() is not None:

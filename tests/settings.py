@@ -65,10 +65,18 @@ elif _default["ENGINE"].endswith("mysql"):
 if os.environ.get("DBJOBS_TEST_DATABASE_NAME"):
     _default["NAME"] = os.environ["DBJOBS_TEST_DATABASE_NAME"]
 DATABASES = {"default": _default}
+# DBJOBS_TEST_POOLED=<JSON>: 'default' goes through a pooler (tests/test_pgbouncer.py): these
+# keys replace its own (HOST, PORT, NAME...), and the database stays reachable as 'direct'.
+if os.environ.get("DBJOBS_TEST_POOLED"):
+    import json
+
+    DATABASES = {"default": {**_default, **json.loads(os.environ["DBJOBS_TEST_POOLED"])}, "direct": _default}
+if os.environ.get("DBJOBS_TEST_LISTEN_DATABASE"):
+    DBJOBS_LISTEN_DATABASE = os.environ["DBJOBS_TEST_LISTEN_DATABASE"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-DBJOBS_POLL_INTERVAL = 0.2
+DBJOBS_POLL_INTERVAL = float(os.environ.get("DBJOBS_TEST_POLL_INTERVAL", 0.2))
 DBJOBS_RETRY_BACKOFF = 0.05
 DBJOBS_RETRY_BACKOFF_MAX = 0.2
 # Short leases so recovery tests take seconds; the bound is timeout + sweep interval.

@@ -1,6 +1,6 @@
 import pytest
 from django.core import checks
-from django.db import connection
+from django.db import connection, connections
 
 from django_dbjobs import registry
 from django_dbjobs.checks import check_databases, check_settings, sqlite_warnings
@@ -42,6 +42,8 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_METRICS_TOKEN", 12345, "dbjobs.E033"),
         ("DBJOBS_METRICS_TOKEN", b"bytes", "dbjobs.E033"),
         ("DBJOBS_TRACING", "on", "dbjobs.E034"),
+        ("DBJOBS_LISTEN_DATABASE", "direct", "dbjobs.E035"),
+        ("DBJOBS_LISTEN_DATABASE", ["default"], "dbjobs.E035"),
     ],
 )
 def test_bad_settings_are_reported(settings, setting, value, check_id):
@@ -70,6 +72,21 @@ def test_a_setting_that_is_not_ours_is_warned_about(settings, setting, hint):
 def test_a_metrics_token_is_none_or_a_string(settings, token):
     settings.DBJOBS_METRICS_TOKEN = token
     assert ids(check_settings()) == []
+
+
+def test_listen_database_must_be_a_postgresql_alias(settings, monkeypatch):
+    """DBJOBS_LISTEN_DATABASE: an alias of DATABASES on PostgreSQL (a second one, here)."""
+    monkeypatch.setitem(connections.settings, "direct", connections.settings["default"])
+    settings.DBJOBS_LISTEN_DATABASE = "direct"
+    try:
+        errors = check_settings()
+    finally:
+        del connections["direct"]  # the connection object made for it (never connected)
+    if connection.vendor == "postgresql":
+        assert errors == []
+    else:
+        assert ids(errors) == ["dbjobs.E035"]
+        assert "PostgreSQL only" in errors[0].msg and "'direct'" in errors[0].msg
 
 
 def test_default_queue_must_be_in_the_queue_list(settings):

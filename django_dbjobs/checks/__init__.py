@@ -3,7 +3,7 @@
 from django.core import checks
 from django.db import connections
 
-from .databases import database_errors, migration_history_errors, sqlite_warnings
+from .databases import database_errors, listen_database_errors, migration_history_errors, sqlite_warnings
 from .jobs import job_module_errors, job_modules_setting_errors, unimported_job_warnings
 from .metrics import metrics_token_errors
 from .queues import limit_errors, queue_name_errors, unused_limit_warnings
@@ -54,6 +54,7 @@ def check_settings(app_configs=None, **kwargs):
         *unused_limit_warnings(),
         *unknown_setting_warnings(),
         *sqlite_warnings(connections.settings),
+        *listen_database_errors(),
     ]
 
 

@@ -1,9 +1,11 @@
-"""Checks of the databases: SQLite's options and version, SKIP LOCKED, the migrations' history."""
+"""Checks of the databases: SQLite's options and version, SKIP LOCKED, the migrations' history,
+the LISTEN alias."""
 
 from django.core import checks
 from django.db import connections
 
 from .. import db
+from ..conf import settings
 from ..db import migration_history, support
 
 
@@ -66,5 +68,28 @@ def migration_history_errors(alias: str) -> list[checks.Error]:
             "development version that has them), run `python manage.py migrate django_dbjobs`, then "
             "upgrade again (docs: Installation, 'Upgrading from a development release').",
             id="dbjobs.E030",
+        )
+    ]
+
+
+def listen_database_errors() -> list[checks.Error]:
+    """DBJOBS_LISTEN_DATABASE: None, or the alias of a PostgreSQL database in DATABASES."""
+    alias = settings.LISTEN_DATABASE
+    if alias is None:
+        return []
+    if not isinstance(alias, str) or alias not in connections.settings:
+        problem = f"names {alias!r}, which is not an alias in DATABASES"
+    elif connections[alias].vendor != "postgresql":
+        vendor = connections[alias].vendor  # not display_name: MySQL's asks the server
+        problem = f"names {alias!r}, a {vendor} database; workers LISTEN on PostgreSQL only"
+    else:
+        return []
+    return [
+        checks.Error(
+            f"DBJOBS_LISTEN_DATABASE {problem}.",
+            hint="Name a DATABASES alias that connects straight to the workers' PostgreSQL database "
+            "(not through a transaction pooler), for example DBJOBS_LISTEN_DATABASE = 'direct'; "
+            "None (the default) listens on the worker's own database.",
+            id="dbjobs.E035",
         )
     ]

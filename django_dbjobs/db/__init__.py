@@ -12,7 +12,15 @@ from .claims import claim_jobs, claim_sql
 from .clock import as_datetime, database_now, seconds_from_now
 from .completions import WithoutLastWorker, finish_successes, finish_workflow_successes
 from .errors import ErrorKind, error_kind, is_lock_conflict
-from .idle_wakeups import data_version, idle_check_steps, notify_workers, supports_listen, uses_data_version
+from .idle_wakeups import (
+    PROBE_STEPS,
+    data_version,
+    idle_check_steps,
+    listen_alias,
+    notify_workers,
+    supports_listen,
+    uses_data_version,
+)
 from .index_hints import ExistsOnIndex, pks_on_index
 from .indexes import (
     ActiveJobsIndex,
@@ -33,6 +41,7 @@ from .text_values import key_fold, rejects_nul
 
 __all__ = [
     "ExistsOnIndex",
+    "PROBE_STEPS",
     "SQLITE_RECOMMENDED_OPTIONS",
     "ActiveJobsIndex",
     "BatchJobsIndex",
@@ -59,6 +68,7 @@ __all__ = [
     "finish_workflow_successes",
     "idle_check_steps",
     "is_lock_conflict",
+    "listen_alias",
     "key_fold",
     "lock_or_skip",
     "notify_workers",

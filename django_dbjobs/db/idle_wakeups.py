@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from django.db import connections
 
+from ..conf import settings
 from .triggers import CHANNEL
+
+#: Seconds between an idle worker's indexed probes for new jobs: the first, and the longest
+#: (after a while idle). MySQL/MariaDB's, and PostgreSQL's behind a pooler.
+PROBE_STEPS = (0.01, 0.05)
 
 
 def supports_listen(using: str = "default") -> bool:
-    """True where workers can LISTEN for NOTIFY (PostgreSQL through psycopg 3.2+)."""
+    """True where workers of `using` can LISTEN for NOTIFY (PostgreSQL through psycopg 3.2+)."""
     connection = connections[using]
     if connection.vendor != "postgresql":
         return False
@@ -36,7 +41,12 @@ def idle_check_steps(using: str = "default") -> tuple[float, float] | None:
     ``PRAGMA data_version`` every 10 ms (memory only); MySQL/MariaDB run an indexed
     probe, every 10 ms at first and every 50 ms after a while idle.
     """
-    return {"sqlite": (0.01, 0.01), "mysql": (0.01, 0.05)}.get(connections[using].vendor)
+    return {"sqlite": (0.01, 0.01), "mysql": PROBE_STEPS}.get(connections[using].vendor)
+
+
+def listen_alias(using: str = "default") -> str:
+    """The DATABASES alias a worker of `using` LISTENs on: ``DBJOBS_LISTEN_DATABASE``, else `using`."""
+    return settings.LISTEN_DATABASE or using
 
 
 def uses_data_version(using: str = "default") -> bool:

@@ -10,7 +10,7 @@ notifications sent meanwhile are lost, so each (re)connection counts as one. Its
 and every move between them are listen_states.py's (diagram: docs/worker.rst).
 
 The worker's claims run on it too, while it is open (worker/claiming/claimer.py), where its
-server session is provably its own (own_session(): connected straight to PostgreSQL, in
+server session is provably its own (connected straight to PostgreSQL: reached_directly(); in
 autocommit, prepared.session_kept(); behind a pooler a session setting could reach other
 clients, and there claims stay on the worker's own connection): its session
 plans without sorts (``enable_sort`` off, which the claim needs: db.claim_jobs()), so a
@@ -65,16 +65,25 @@ def _kind(payload: str) -> int:
 
 
 class Listen:
-    """A LISTEN connection to `using`, opened by connect() and read by read()."""
+    """A LISTEN connection to `using`, opened by connect() and read by read().
 
-    def __init__(self, using: str):
+    With `direct_only`, never through a pooler: connect() finds one (reached_directly())
+    before it sends LISTEN, closes the connection, and sets `pooled` (the caller waits
+    another way). A transaction pooler's LISTEN hears nothing, and would stay on a server
+    connection the pooler hands to other clients.
+    """
+
+    def __init__(self, using: str, direct_only: bool = False):
         self.using = using
+        self.direct_only = direct_only
         self.connection = None  # the Django connection wrapper, while listening
         self.states = ListenStates()
         #: Notifications psycopg took while a claim ran on the connection, as in Heard.
         self._heard = [0, 0, 0]
         #: Whether the queue table's trigger fires (db/triggers.py), as read when it connected.
         self.hears_queues = False
+        #: Whether connect() last reached PostgreSQL through a pooler (reached_directly()).
+        self.pooled = False
 
     @property
     def listening(self) -> bool:
@@ -102,7 +111,8 @@ class Listen:
         """LISTEN, unless listening already or the pause since the last failure is not over.
 
         True when it just started listening: whatever was sent before is unknown to the
-        caller, which must look for work as if notified.
+        caller, which must look for work as if notified. False through a pooler with
+        `direct_only` (see the class).
         """
         if not self.states.may_open():
             return False
@@ -118,8 +128,13 @@ class Listen:
             from . import prepared  # imports psycopg: installed where LISTEN is used
 
             with connection.cursor() as cursor:
+                self.pooled = pooled = not reached_directly(connection, cursor)
+            if pooled and self.direct_only:
+                _close(connection)
+                return False
+            with connection.cursor() as cursor:
                 cursor.execute(f"LISTEN {CHANNEL}")
-                claims_here = prepared.session_kept(connection) and own_session(connection, cursor)
+                claims_here = not pooled and prepared.session_kept(connection) and connection.get_autocommit()
                 if claims_here:
                     cursor.execute("SET enable_sort = off")  # for the claims (see above)
                 cursor.execute(QUEUE_TRIGGER_FIRES)
@@ -216,14 +231,14 @@ class Listen:
             _close(connection)
 
 
-def own_session(connection, cursor) -> bool:
-    """Whether `connection` (in `cursor`) reaches a server session of its own, in autocommit:
-    the server process it met at connecting (libpq's backend pid) is the one running its
-    statements. A pooler answers the connection with a process number of its own, and a
+def reached_directly(connection, cursor) -> bool:
+    """Whether `connection` (in `cursor`) reaches PostgreSQL itself, not a pooler: the server
+    process it met at connecting (libpq's backend pid) is the one running its statements.
+    A pooler (PgBouncer) answers the connection with a process number of its own, and a
     transaction pooler hands each statement to any server connection."""
     cursor.execute("SELECT pg_backend_pid()")
     (pid,) = cursor.fetchone()
-    return connection.get_autocommit() and pid == connection.connection.pgconn.backend_pid
+    return pid == connection.connection.pgconn.backend_pid
 
 
 def _close(connection) -> None:

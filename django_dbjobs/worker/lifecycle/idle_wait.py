@@ -1,9 +1,11 @@
 """IdleWaiter: how an idle worker waits for new jobs from other processes, per database.
 
 PostgreSQL sends NOTIFY from a trigger (delivered on commit only) to a LISTEN
-connection per worker; SQLite bumps ``PRAGMA data_version`` when another connection
-commits; MySQL/MariaDB get a cheap indexed probe at a short, adaptive interval. This
-process's own enqueues set the worker's event (enqueuing/wakeup.py).
+connection per worker (to ``DBJOBS_LISTEN_DATABASE`` if set; where it would go through a
+pooler, which LISTEN does not hear through, the worker probes as on MySQL instead);
+SQLite bumps ``PRAGMA data_version`` when another connection commits; MySQL/MariaDB get
+a cheap indexed probe at a short, adaptive interval. This process's own enqueues set the
+worker's event (enqueuing/wakeup.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from django.db import DatabaseError, InterfaceError
 
 from ... import db
+from ...conf import settings
 from ...db.listen import Listen
 from ...enqueuing import wakeup
 from ...models import Job
@@ -66,8 +69,19 @@ class IdleWaiter:
 
     def start(self) -> None:
         if db.supports_listen(self.using):
-            self.listen = Listen(self.using)
+            # Through a pooler, LISTEN is trusted only when the user named the alias.
+            self.listen = Listen(db.listen_alias(self.using), direct_only=settings.LISTEN_DATABASE is None)
             self._connect()
+
+    @property
+    def way(self) -> str:
+        """How it wakes, for the worker's start line: ``listen`` (``listen:<alias>`` on
+        DBJOBS_LISTEN_DATABASE's), ``probe``, ``data_version`` or ``poll`` (the poll interval only)."""
+        if self.listen is not None:
+            return "listen" if self.listen.using == self.using else f"listen:{self.listen.using}"
+        if self.data_version:
+            return "data_version"
+        return "probe" if self.steps is not None else "poll"
 
     def stop(self) -> None:
         if self.listen is not None:
@@ -133,6 +147,9 @@ class IdleWaiter:
         deadline = time.monotonic() + timeout
         while True:
             self._connect()
+            if self.listen is None:  # a pooler: it probes from now on (the event says look now)
+                event.clear()
+                return True
             # Read on every turn, even one the event ends: a busy worker's too.
             if self._read() or event.is_set():
                 event.clear()
@@ -158,10 +175,28 @@ class IdleWaiter:
         return any(heard)
 
     def _connect(self) -> None:
-        """(Re)open the LISTEN connection when due; once open, look for work as if notified."""
-        if self.listen.connect():
-            self.event.set()  # notifications sent while it was closed are lost:
-            wakeup.schedules_changed()  # look again for jobs and schedules
+        """(Re)open the LISTEN connection when due; once open, look for work as if notified.
+        If it would go through a pooler, probe instead, from now on."""
+        listen = self.listen
+        opened = listen.connect()
+        if listen.pooled and listen.direct_only:
+            self._probe_instead(listen.using)
+        elif not opened:
+            return
+        self.event.set()  # notifications sent while it was closed are lost:
+        wakeup.schedules_changed()  # look again for jobs and schedules
+
+    def _probe_instead(self, alias: str) -> None:
+        """The LISTEN connection to `alias` would go through a pooler: probe from now on, and say so."""
+        self.listen, self.steps = None, db.PROBE_STEPS
+        first, longest = self.steps
+        logger.warning(
+            "Wake-ups: polling every %g-%g ms: database %r goes through a connection pooler "
+            "(PgBouncer?), where LISTEN does not hear; set DBJOBS_LISTEN_DATABASE to a direct connection",
+            first * 1000,
+            longest * 1000,
+            alias,
+        )
 
     def _changed(self) -> bool:
         try:

@@ -68,12 +68,14 @@ def start(
     beat.start()
     parts.threads.start()
     logger.info(
-        "Worker started id=%s queues=%s threads=%s registered_jobs=%s prefetch_max=%s scheduler=%s",
+        "Worker started id=%s queues=%s threads=%s registered_jobs=%s prefetch_max=%s scheduler=%s"
+        " wakeups=%s",
         identity.id,
         ",".join(identity.queues) or "*",
         concurrency,
         len(registry.registered()),
         parts.prefetch.most,
         "on" if scheduler is not None else "off",
+        waiter.way,  # the line before says why, if it probes where LISTEN would go through a pooler
     )
     return beat

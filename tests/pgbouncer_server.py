@@ -1,0 +1,65 @@
+"""A real PgBouncer for the tests: its own process, ini file and port; stopped by its starter."""
+
+import getpass
+import os
+import shutil
+import socket
+from pathlib import Path
+
+from tests.conftest import wait_for
+from tests.metrics_helpers import free_port
+from tests.server_process import ServerProcess
+
+#: The tests that start a PgBouncer run only when this variable is 1 (.ci/run sets it).
+OPT_IN = "DBJOBS_TEST_PGBOUNCER"
+#: Its database entries: the test database in each pool mode.
+MODES = ("transaction", "session")
+
+
+class PgBouncer(ServerProcess):
+    """``pgbouncer`` (Debian's package) in front of the PostgreSQL database of `server` (a Django
+    settings dict), on a free local port: database ``dbjobs_<mode>`` for each of MODES."""
+
+    def __init__(self, server: dict, directory: Path):
+        binary = shutil.which("pgbouncer") or shutil.which("/usr/sbin/pgbouncer")
+        assert binary, f"{OPT_IN}=1 asks for the PgBouncer tests: apt-get install -y pgbouncer"
+        self.server = server
+        self.port = free_port()
+        user = server.get("USER") or getpass.getuser()
+        users = directory / "users.txt"
+        users.write_text(f'"{user}" "{server.get("PASSWORD") or ""}"\n')
+        host, port = server.get("HOST") or "127.0.0.1", server.get("PORT") or 5432
+        target = f"host={host} port={port} dbname={server['NAME']}"
+        databases = "\n".join(f"dbjobs_{mode} = {target} pool_mode={mode}" for mode in MODES)
+        config = directory / "pgbouncer.ini"
+        # server_reset_query stays the default (DISCARD ALL, run in session mode only).
+        config.write_text(
+            f"[databases]\n{databases}\n\n[pgbouncer]\n"
+            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
+            f"auth_type = trust\nauth_file = {users}\npool_mode = transaction\n"
+            "max_client_conn = 500\ndefault_pool_size = 40\n"
+            # Django's psycopg sends none of these, other clients may.
+            "ignore_startup_parameters = extra_float_digits,options\n"
+        )
+        # It refuses to run as root: it reads its files first, then becomes `nobody`.
+        as_user = ["-u", "nobody"] if os.geteuid() == 0 else []
+        super().__init__([binary, *as_user, str(config)], directory / "pgbouncer.log")
+        assert wait_for(self._ready, 20), f"PgBouncer did not start:\n{self.output()}"
+
+    def database(self, mode: str) -> dict:
+        """The keys of a Django settings dict that go through it in `mode` (as Django documents
+        for transaction pooling: no server-side cursors)."""
+        return {
+            "HOST": "127.0.0.1",
+            "PORT": self.port,
+            "NAME": f"dbjobs_{mode}",
+            "DISABLE_SERVER_SIDE_CURSORS": mode == "transaction",
+        }
+
+    def _ready(self) -> bool:
+        assert self.process.poll() is None, f"PgBouncer exited:\n{self.output()}"
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        except OSError:
+            return False
+        return True

@@ -47,12 +47,13 @@ class PgBouncer(ServerProcess):
         assert wait_for(self._ready, 20), f"PgBouncer did not start:\n{self.output()}"
 
     def database(self, mode: str) -> dict:
-        """The keys of a Django settings dict that go through it in `mode` (as Django documents
-        for transaction pooling: no server-side cursors)."""
+        """The keys of a Django settings dict that go through it in `mode`, one of MODES: in
+        transaction mode without server-side cursors, as Django documents, which turns off
+        django-dbjobs' prepared statements too; "transaction-prepared" leaves them on."""
         return {
             "HOST": "127.0.0.1",
             "PORT": self.port,
-            "NAME": f"dbjobs_{mode}",
+            "NAME": f"dbjobs_{mode.removesuffix('-prepared')}",
             "DISABLE_SERVER_SIDE_CURSORS": mode == "transaction",
         }
 

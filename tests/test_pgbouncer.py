@@ -58,7 +58,7 @@ def pooled(pooler):
     aliases = []
 
     def add(mode: str) -> str:
-        alias = f"pooled_{mode}"
+        alias = f"pooled_{mode.replace('-', '_')}"
         settings_dict = {**connection.settings_dict, **pooler.database(mode)}
         connections[alias] = load_backend(settings_dict["ENGINE"]).DatabaseWrapper(settings_dict, alias)
         aliases.append(alias)
@@ -99,6 +99,7 @@ def succeeded(ids: list[str]) -> bool:
     [
         ("transaction", None, "probe"),  # LISTEN would go through the pooler: it probes instead
         ("transaction", "direct", "listen:direct"),  # a direct connection beside the pooled one
+        ("transaction-prepared", None, "probe"),  # prepared statements the pooler loses: sent again
         ("session", None, "probe"),  # a pooler all the same: only the user can say LISTEN works
         ("session", "default", "listen"),  # ...and says so by naming the alias
     ],

@@ -291,3 +291,19 @@ def test_a_worker_whose_job_just_ended_still_looks_for_other_processes_jobs(run_
     assert latencies[len(latencies) // 2] < 0.3, f"waited without looking: {latencies}"
     worker.signal()
     assert worker.wait() == 0
+
+
+def test_an_idle_waiter_says_how_it_wakes_for_the_start_line(settings):
+    """The "Worker started" line's wakeups=: LISTEN on PostgreSQL straight to the server (the
+    way through a pooler: tests/test_pgbouncer.py), the probe on MySQL/MariaDB, data_version
+    on SQLite; DBJOBS_LISTEN_DATABASE naming the worker's own alias changes nothing."""
+    expected = {"postgresql": "listen", "mysql": "probe", "sqlite": "data_version"}[connection.vendor]
+    for listen_database in (None, "default"):
+        settings.DBJOBS_LISTEN_DATABASE = listen_database
+        waiter = IdleWaiter("default", WakeEvent(), None)
+        waiter.start()
+        try:
+            assert waiter.way == expected
+            assert waiter.listening == (expected == "listen")
+        finally:
+            waiter.stop()

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from django_dbjobs import db, enqueue, enqueue_many
-from django_dbjobs.db.listen import QUEUES_PAYLOAD, SCHEDULES_PAYLOAD
+from django_dbjobs.db.listen import QUEUES_PAYLOAD, SCHEDULES_PAYLOAD, Listen
 from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.models.claim_shape import claim
 from django_dbjobs.worker.lifecycle.idle_wait import IdleWaiter
@@ -240,3 +240,20 @@ def test_a_queue_paused_as_its_jobs_arrive_is_read_again_before_the_woken_claim(
     assert waiter.wait(10) is True, "a resume wakes the worker"
     time.sleep(0.3)  # past the gap between empty claims while a queue it serves is paused
     assert claimer.claim_free_slots(woken=True) == 1, "and its claim reads the queues again"
+
+
+def test_claims_never_run_on_a_listen_connection_to_another_alias():
+    """IdleWaiter opens it with claims_allowed=False when DBJOBS_LISTEN_DATABASE names another
+    alias: it is trusted to hear that database, not to be the worker's own."""
+    listen = Listen("default", claims_allowed=False)
+    try:
+        assert listen.connect() and listen.listening
+        assert not listen.claims_here, "heard there, claimed on the worker's own connection"
+        enqueue(jobs.add, 1, 2)
+        deadline = time.monotonic() + 5
+        while not (heard := listen.read()).jobs and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert heard.jobs, "it hears the job all the same"
+    finally:
+        listen.close()
+    assert Listen("default").claims_allowed, "the worker's own alias: claims allowed"

@@ -67,15 +67,19 @@ def _kind(payload: str) -> int:
 class Listen:
     """A LISTEN connection to `using`, opened by connect() and read by read().
 
-    With `direct_only`, never through a pooler: connect() finds one (reached_directly())
+    With `claims_allowed` False (it is another alias than the worker's), claims never
+    run on it. With `direct_only`, never through a pooler: connect() finds one (reached_directly())
     before it sends LISTEN, closes the connection, and sets `pooled` (the caller waits
     another way). A transaction pooler's LISTEN hears nothing, and would stay on a server
     connection the pooler hands to other clients.
     """
 
-    def __init__(self, using: str, direct_only: bool = False):
+    def __init__(self, using: str, direct_only: bool = False, claims_allowed: bool = True):
         self.using = using
         self.direct_only = direct_only
+        #: Whether the worker may claim on it: only when it is the worker's own database alias
+        #: (a DBJOBS_LISTEN_DATABASE alias is trusted to hear, not to hold the same jobs).
+        self.claims_allowed = claims_allowed
         self.connection = None  # the Django connection wrapper, while listening
         self.states = ListenStates()
         #: Notifications psycopg took while a claim ran on the connection, as in Heard.
@@ -134,7 +138,12 @@ class Listen:
                 return False
             with connection.cursor() as cursor:
                 cursor.execute(f"LISTEN {CHANNEL}")
-                claims_here = not pooled and prepared.session_kept(connection) and connection.get_autocommit()
+                claims_here = (
+                    self.claims_allowed
+                    and not pooled
+                    and prepared.session_kept(connection)
+                    and connection.get_autocommit()
+                )
                 if claims_here:
                     cursor.execute("SET enable_sort = off")  # for the claims (see above)
                 cursor.execute(QUEUE_TRIGGER_FIRES)

@@ -70,7 +70,10 @@ class IdleWaiter:
     def start(self) -> None:
         if db.supports_listen(self.using):
             # Through a pooler, LISTEN is trusted only when the user named the alias.
-            self.listen = Listen(db.listen_alias(self.using), direct_only=settings.LISTEN_DATABASE is None)
+            alias = db.listen_alias(self.using)
+            self.listen = Listen(
+                alias, direct_only=settings.LISTEN_DATABASE is None, claims_allowed=alias == self.using
+            )
             self._connect()
 
     @property

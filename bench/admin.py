@@ -38,6 +38,8 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.admin_site import ADMIN_APPS, MIDDLEWARE, TEMPLATES  # noqa: E402
+
 DEFAULT_DATABASE = "postgres://root@127.0.0.1:5432/dbjobs_admin_bench"
 FINISHED_INDEX = "dbjobs_job_finished_idx"
 DAYS = 7
@@ -158,37 +160,10 @@ def configure(url: str) -> None:
         ALLOWED_HOSTS=["*"],
         USE_TZ=True,
         TIME_ZONE="UTC",
-        INSTALLED_APPS=[
-            "django.contrib.admin",
-            "django.contrib.auth",
-            "django.contrib.contenttypes",
-            "django.contrib.sessions",
-            "django.contrib.messages",
-            "django_dbjobs",
-        ],
-        MIDDLEWARE=[
-            "django.middleware.security.SecurityMiddleware",
-            "django.contrib.sessions.middleware.SessionMiddleware",
-            "django.middleware.common.CommonMiddleware",
-            "django.middleware.csrf.CsrfViewMiddleware",
-            "django.contrib.auth.middleware.AuthenticationMiddleware",
-            "django.contrib.messages.middleware.MessageMiddleware",
-            "django.middleware.clickjacking.XFrameOptionsMiddleware",
-        ],
+        INSTALLED_APPS=[*ADMIN_APPS, "django.contrib.contenttypes", "django_dbjobs"],
+        MIDDLEWARE=MIDDLEWARE,
         ROOT_URLCONF=__name__,
-        TEMPLATES=[
-            {
-                "BACKEND": "django.template.backends.django.DjangoTemplates",
-                "APP_DIRS": True,
-                "OPTIONS": {
-                    "context_processors": [
-                        "django.template.context_processors.request",
-                        "django.contrib.auth.context_processors.auth",
-                        "django.contrib.messages.context_processors.messages",
-                    ]
-                },
-            }
-        ],
+        TEMPLATES=TEMPLATES,
         STATIC_URL="/static/",
         DATABASES={"default": database},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",

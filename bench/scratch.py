@@ -6,10 +6,10 @@ import contextlib
 import os
 
 
-def setup(database_url: str) -> None:
-    """Configure Django with bench/settings.py pointed at `database_url`."""
+def setup(database_url: str, settings: str = "bench.settings") -> None:
+    """Configure Django with bench/settings.py (or the `settings` module) pointed at `database_url`."""
     os.environ["BENCH_DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = settings
     import django
 
     django.setup()

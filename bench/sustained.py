@@ -148,18 +148,27 @@ def run(args, name: str) -> list[dict]:
 
 @contextlib.contextmanager
 def autovacuum_on(connection, wanted: bool):
-    """PostgreSQL, if `wanted`: autovacuum on for the block, then its configured value again."""
+    """PostgreSQL, if `wanted`: autovacuum on for the block, then as it was (an earlier ALTER
+    SYSTEM value put back; otherwise the configuration file's again)."""
     if not wanted or connection.vendor != "postgresql":
         yield
         return
     with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT setting FROM pg_file_settings WHERE name = 'autovacuum' AND sourcefile LIKE %s",
+            ["%.auto.conf"],
+        )
+        earlier = cursor.fetchall()  # a value ALTER SYSTEM wrote before the run
         cursor.execute("ALTER SYSTEM SET autovacuum = on")
         cursor.execute("SELECT pg_reload_conf()")
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("ALTER SYSTEM RESET autovacuum")
+            if earlier:
+                cursor.execute(f"ALTER SYSTEM SET autovacuum = '{earlier[-1][0]}'")
+            else:
+                cursor.execute("ALTER SYSTEM RESET autovacuum")
             cursor.execute("SELECT pg_reload_conf()")
 
 

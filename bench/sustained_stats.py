@@ -89,13 +89,16 @@ def _postgresql() -> dict:
 
 
 def _mysql() -> dict:
+    if not connection.mysql_is_mariadb:  # MySQL 8 caches table sizes for a day otherwise
+        _rows("SET SESSION information_schema_stats_expiry = 0")
     ((data, indexes, free),) = _rows(
         "SELECT data_length, index_length, data_free FROM information_schema.TABLES "
         "WHERE table_schema = DATABASE() AND table_name = %s",
         [TABLE],
     )
+    tablespaces = "INNODB_SYS_TABLESPACES" if connection.mysql_is_mariadb else "INNODB_TABLESPACES"
     files = _rows(
-        "SELECT allocated_size FROM information_schema.INNODB_SYS_TABLESPACES "
+        f"SELECT allocated_size FROM information_schema.{tablespaces} "
         "WHERE name = CONCAT(DATABASE(), '/', %s)",
         [TABLE],
     )

@@ -119,9 +119,9 @@ class Pruner:
     A round deletes one batch of each status. When a batch comes back full (a backlog),
     the round goes on with that status while it has taken under ROUND_BUDGET seconds, and
     the next round comes CATCH_UP_INTERVAL later: a worker holds its loop for one short
-    DELETE at a time and at most about a tenth of its time, and deletes thousands of
-    finished jobs a second while behind (bench/sustained.py: one worker keeps up with 2,000
-    jobs a second finishing; one batch a second, before, fell behind at 1,000). Deletions
+    DELETE at a time and about a tenth of its time, and deletes thousands of
+    finished jobs a second while behind, where one batch a second deleted at most 1,000 and
+    fell behind a steady 2,000 finishing (bench/sustained.py; docs/performance.rst). Deletions
     are logged once a round, at most once a minute per status while catching up.
     """
 
@@ -164,14 +164,17 @@ class Pruner:
 
     def _prune(self, status: str, keep: float, until: float) -> tuple[int, bool]:
         """Delete batches of `status` while they come back full, until monotonic `until`:
-        (how many were deleted, whether more are due)."""
+        (how many were deleted, whether more are due). A batch is started only if one as
+        long as the last would end in time: the round keeps to its budget."""
         deleted = 0
         while True:
+            started = time.monotonic()
             count = delete_batch(status, keep, using=self.using, batch_size=BATCH_SIZE)
             deleted += count
             if count < BATCH_SIZE:
                 return deleted, False
-            if time.monotonic() >= until:
+            ended = time.monotonic()
+            if ended + (ended - started) > until:
                 return deleted, True
 
     def _log(self, status: str, count: int, keep: float, behind: bool) -> None:

@@ -22,6 +22,15 @@ elif _db["ENGINE"].endswith("mysql"):
 if os.environ.get("BENCH_SCRATCH_NAME"):  # worker subprocesses: the scratch database
     _db["NAME"] = os.environ["BENCH_SCRATCH_NAME"]
 DATABASES = {"default": _db}
+# bench/fleet.py's workers: 'default' through its PgBouncer (transaction mode, on this port, the
+# database under the same name), without server-side cursors as Django asks for transaction
+# pooling; BENCH_LISTEN_DIRECT=1 adds the direct alias they LISTEN on.
+if os.environ.get("BENCH_POOLER_PORT"):
+    _direct = dict(_db)
+    _db.update(HOST="127.0.0.1", PORT=int(os.environ["BENCH_POOLER_PORT"]), DISABLE_SERVER_SIDE_CURSORS=True)
+    if os.environ.get("BENCH_LISTEN_DIRECT"):
+        DATABASES["direct"] = _direct
+        DBJOBS_LISTEN_DATABASE = "direct"
 # PostgreSQL: BENCH_PREPARED_STATEMENTS=0 measures without prepared statements.
 DBJOBS_PREPARED_STATEMENTS = env.bool("BENCH_PREPARED_STATEMENTS", default=True)
 # PostgreSQL: BENCH_ASYNC_CLAIM_COMMIT=1 commits claims without waiting for the WAL flush.

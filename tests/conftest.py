@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from tests.server_process import wait_for
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -97,15 +99,6 @@ def record_file(tmp_path, monkeypatch):
     path.touch()
     monkeypatch.setenv("DBJOBS_TEST_RECORD", str(path))
     return path
-
-
-def wait_for(predicate, timeout: float = 20, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False
 
 
 #: Tests that stop the database server run only when this variable is 1 (.ci/run sets it):

@@ -1,15 +1,8 @@
-"""Reading a /metrics endpoint in the tests: a free port, one scrape as {(name, labels): value}."""
+"""Reading a /metrics endpoint in the tests: one scrape as {(name, labels): value}."""
 
-import socket
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def scrape(url: str, token: str | None = None) -> dict:

@@ -1,4 +1,4 @@
-"""A real PgBouncer for the tests: its own process, ini file and port; stopped by its starter."""
+"""A real PgBouncer (tests, bench/fleet.py): its own process, ini file and port; stopped by its starter."""
 
 import getpass
 import os
@@ -6,9 +6,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from tests.conftest import wait_for
-from tests.metrics_helpers import free_port
-from tests.server_process import ServerProcess
+from tests.server_process import ServerProcess, free_port, wait_for
 
 #: The tests that start a PgBouncer run only when this variable is 1 (.ci/run sets it).
 OPT_IN = "DBJOBS_TEST_PGBOUNCER"
@@ -18,11 +16,14 @@ MODES = ("transaction", "session")
 
 class PgBouncer(ServerProcess):
     """``pgbouncer`` (Debian's package) in front of the PostgreSQL database of `server` (a Django
-    settings dict), on a free local port: database ``dbjobs_<mode>`` for each of MODES."""
+    settings dict), on a free local port: by default database ``dbjobs_<mode>`` for each of
+    MODES; else `databases`, {name: pool mode}. Up to `pool_size` server connections each."""
 
-    def __init__(self, server: dict, directory: Path):
+    def __init__(
+        self, server: dict, directory: Path, databases: dict[str, str] | None = None, pool_size: int = 40
+    ):
         binary = shutil.which("pgbouncer") or shutil.which("/usr/sbin/pgbouncer")
-        assert binary, f"{OPT_IN}=1 asks for the PgBouncer tests: apt-get install -y pgbouncer"
+        assert binary, "PgBouncer is not installed: apt-get install -y pgbouncer"
         self.server = server
         self.port = free_port()
         user = server.get("USER") or getpass.getuser()
@@ -30,14 +31,17 @@ class PgBouncer(ServerProcess):
         users.write_text(f'"{user}" "{server.get("PASSWORD") or ""}"\n')
         host, port = server.get("HOST") or "127.0.0.1", server.get("PORT") or 5432
         target = f"host={host} port={port} dbname={server['NAME']}"
-        databases = "\n".join(f"dbjobs_{mode} = {target} pool_mode={mode}" for mode in MODES)
+        entries = databases or {f"dbjobs_{mode}": mode for mode in MODES}
+        lines = "\n".join(f"{name} = {target} pool_mode={mode}" for name, mode in entries.items())
         config = directory / "pgbouncer.ini"
         # server_reset_query stays the default (DISCARD ALL, run in session mode only).
         config.write_text(
-            f"[databases]\n{databases}\n\n[pgbouncer]\n"
+            f"[databases]\n{lines}\n\n[pgbouncer]\n"
             f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
             f"auth_type = trust\nauth_file = {users}\npool_mode = transaction\n"
-            "max_client_conn = 500\ndefault_pool_size = 40\n"
+            f"max_client_conn = 500\ndefault_pool_size = {pool_size}\n"
+            # SHOW POOLS, SHOW STATS on its console (database "pgbouncer"): bench/fleet.py.
+            f"stats_users = {user}\n"
             # Django's psycopg sends none of these, other clients may.
             "ignore_startup_parameters = extra_float_digits,options\n"
         )

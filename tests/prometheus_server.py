@@ -8,9 +8,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import wait_for
-from tests.metrics_helpers import free_port
-from tests.server_process import ServerProcess
+from tests.server_process import ServerProcess, free_port, wait_for
 
 #: The tests that start a Prometheus server run only when this variable is 1 (.ci/run sets it).
 OPT_IN = "DBJOBS_TEST_PROMETHEUS"

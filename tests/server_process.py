@@ -1,7 +1,24 @@
-"""A server process a test starts (Prometheus, PgBouncer), its output in a log; stopped by its starter."""
+"""Running a server for tests or bench (Prometheus, PgBouncer): a free port, a wait, its process and log."""
 
+import socket
 import subprocess
+import time
 from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float = 20, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
 
 
 class ServerProcess:

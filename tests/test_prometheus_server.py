@@ -15,8 +15,8 @@ from django_dbjobs import enqueue
 from django_dbjobs.models import Job, JobStatus, WorkerProcess
 from tests import jobs
 from tests.conftest import live_worker, wait_for
-from tests.metrics_helpers import free_port
 from tests.prometheus_server import OPT_IN, PrometheusServer, Target
+from tests.server_process import free_port
 
 ALERT_RULES = Path(__file__).resolve().parent.parent / "docs" / "observability" / "alerts.yml"
 TOKEN = "dbjobs-prometheus-test-token"

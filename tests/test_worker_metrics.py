@@ -21,7 +21,8 @@ from django_dbjobs.worker.leases.sweep import sweep
 from django_dbjobs.worker.lifecycle.stop_signals import TAKEN_SIGNALS
 from tests import jobs
 from tests.conftest import ROOT, wait_for
-from tests.metrics_helpers import free_port, only, scrape
+from tests.metrics_helpers import only, scrape
+from tests.server_process import free_port
 
 FINISHED = "dbjobs_jobs_finished_total"
 TIMED_OUT = "dbjobs_jobs_timed_out_total"

@@ -12,7 +12,9 @@ every 10-50 ms through the pooler) and "listen" (DBJOBS_LISTEN_DATABASE names a 
 one direct connection per worker); "direct" (on request) bypasses the pooler. For each,
 once every process is up and ``--settle`` seconds have passed: ``--idle-seconds`` idle
 (server CPU, PgBouncer's CPU, the workers' CPU, transactions at the server and queries
-through PgBouncer, per second), then ``--jobs`` no-op jobs enqueued in one
+through PgBouncer, per second); then ``--trickle-seconds`` of single enqueues, 10 a second
+(what each costs beyond the idle fleet's cost: on PostgreSQL every NOTIFY wakes every
+idle LISTENing process); then ``--jobs`` no-op jobs enqueued in one
 ``enqueue_many()`` and drained (jobs/s from the first claim to the last finish, database
 clock; CPU per job on each side, counted from just after the enqueue's commit);
 connections at the end of the idle window and at their peak during the drain. What is
@@ -50,6 +52,7 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=100_000, help="No-op jobs drained (default 100,000).")
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="The idle window (default 20).")
+    parser.add_argument("--trickle-seconds", type=float, default=10.0, help="Single enqueues, 10/s (10).")
     parser.add_argument("--settle", type=float, default=10.0, help="Seconds idle before it (default 10).")
     parser.add_argument("--pool-size", type=int, default=30, help="PgBouncer's default_pool_size (30).")
     parser.add_argument(
@@ -97,8 +100,10 @@ def measure(size: int, way: str, options) -> dict[str, float]:
             gauges = Gauges(settings, own_pid, bouncer, [proc.pid for proc in workers.procs])
             try:
                 time.sleep(options.settle)
-                figures = {"start-up s": up_in, **idle(gauges, options.idle_seconds)}
+                idle_figures, idle_per_second = idle(gauges, options.idle_seconds)
+                figures = {"start-up s": up_in, **idle_figures}
                 figures["workers PSS total MiB"] = sum(memory.pss_mib(proc.pid) for proc in workers.procs)
+                figures.update(trickle(gauges, jobs.noop, options.trickle_seconds, idle_per_second))
                 figures.update(drain(gauges, jobs.noop, options.jobs))
             finally:
                 gauges.close()
@@ -124,26 +129,71 @@ def all_up(workers, size: int) -> float:
     return time.monotonic() - started
 
 
-def idle(gauges, seconds: float) -> dict[str, float]:
-    """The fleet's cost per second over `seconds` with nothing to do, and its connections."""
+COSTS = ("server CPU", "pooler CPU", "workers CPU", "transactions", "pooler queries")
+
+
+def idle(gauges, seconds: float) -> tuple[dict[str, float], dict[str, float]]:
+    """The fleet's cost over `seconds` with nothing to do, and its connections: its figures,
+    and each of COSTS per second (trickle() leaves that out)."""
     started = gauges.start()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         time.sleep(min(0.5, max(deadline - time.monotonic(), 0)))
         gauges.sample()
     taken = gauges.end(started)
-    rates = {}
-    for name in ("server CPU", "pooler CPU", "workers CPU"):
-        rates[f"{name}, % of a core"] = taken[name] / taken["seconds"] * 100
-    for name in ("transactions", "pooler queries"):
-        rates[f"{name} per s"] = taken[name] / taken["seconds"]
-    figures = {f"idle: {name}": value for name, value in rates.items()}
+    per_second = {name: taken[name] / taken["seconds"] for name in COSTS}
+    figures = {}
+    for name in COSTS[:3]:
+        figures[f"idle: {name}, % of a core"] = per_second[name] * 100
+    for name in COSTS[3:]:
+        figures[f"idle: {name} per s"] = per_second[name]
     # Per process, to set beside a fleet of another size (on one machine, a large fleet's
     # rates are bounded too by the cores it shares with the server).
-    for name in ("server CPU, % of a core", "workers CPU, % of a core", "transactions per s"):
-        figures[f"idle per process: {name}"] = rates[name] / len(gauges.workers)
+    processes = len(gauges.workers)
+    figures["idle per process: server CPU, % of a core"] = per_second["server CPU"] * 100 / processes
+    figures["idle per process: workers CPU, % of a core"] = per_second["workers CPU"] * 100 / processes
+    figures["idle per process: transactions per s"] = per_second["transactions"] / processes
     figures.update({f"idle: {name}": value for name, value in gauges.connections().items()})
+    return figures, per_second
+
+
+def trickle(gauges, job, seconds: float, idle_per_second: dict[str, float]) -> dict[str, float]:
+    """Jobs enqueued one at a time, 10 a second, for `seconds`, to the idle fleet: what each
+    costs, the idle cost left out (as docs/performance.rst's figure: every NOTIFY wakes every
+    idle process). The enqueues' own server CPU is not counted (the bench's backend)."""
+    from django_dbjobs import enqueue
+    from django_dbjobs.models import Job
+
+    started = gauges.start()
+    count = 0
+    while count < seconds * 10:
+        enqueue(job)
+        count += 1
+        gauges.sample()
+        time.sleep(max(started["seconds"] + count / 10 - time.monotonic(), 0))
+    finished(gauges, {})
+    taken = gauges.end(started)
+    cost = {name: taken[name] - idle_per_second[name] * taken["seconds"] for name in COSTS}
+    figures = {f"trickle: {name} ms per job": cost[name] / count * 1000 for name in COSTS[:3]}
+    figures.update({f"trickle: {name} per job": cost[name] / count for name in COSTS[3:]})
+    Job.objects.all().delete()  # out of the drain's span
     return figures
+
+
+def finished(gauges, peaks: dict[str, float]) -> None:
+    """Wait until every job has succeeded (10 minutes at most), sampling `gauges`; the highest
+    connection counts seen go to `peaks`."""
+    from django_dbjobs.models import Job, JobStatus
+
+    deadline = time.monotonic() + 600
+    while Job.objects.exclude(status=JobStatus.SUCCESSFUL).exists():
+        if time.monotonic() > deadline or Job.objects.filter(status=JobStatus.FAILED).exists():
+            raise SystemExit("the jobs did not all succeed within 10 minutes")
+        gauges.sample()
+        for name, value in gauges.connections().items():
+            if name != "max_connections":
+                peaks[name] = max(peaks.get(name, 0), value)
+        time.sleep(0.05)
 
 
 def drain(gauges, job, count: int) -> dict[str, float]:
@@ -151,27 +201,17 @@ def drain(gauges, job, count: int) -> dict[str, float]:
     from django.db.models import Max, Min
 
     from django_dbjobs import enqueue_many
-    from django_dbjobs.models import Job, JobStatus
+    from django_dbjobs.models import Job
 
     enqueue_many(job, [()] * count)
     started = gauges.start()
     peaks: dict[str, float] = {}
-    deadline = time.monotonic() + 600
-    while Job.objects.exclude(status=JobStatus.SUCCESSFUL).exists():
-        if time.monotonic() > deadline or Job.objects.filter(status=JobStatus.FAILED).exists():
-            raise SystemExit("the jobs were not drained")
-        gauges.sample()
-        for name, value in gauges.connections().items():
-            if name != "max_connections":
-                peaks[name] = max(peaks.get(name, 0), value)
-        time.sleep(0.05)
+    finished(gauges, peaks)
     taken = gauges.end(started)
     span = Job.objects.aggregate(first=Min("started_at"), last=Max("finished_at"))
     figures = {"drain jobs/s": count / max((span["last"] - span["first"]).total_seconds(), 1e-6)}
-    for name in ("server CPU", "pooler CPU", "workers CPU"):
-        figures[f"drain: {name} µs per job"] = taken[name] / count * 1e6
-    for name in ("transactions", "pooler queries"):
-        figures[f"drain: {name} per job"] = taken[name] / count
+    figures.update({f"drain: {name} µs per job": taken[name] / count * 1e6 for name in COSTS[:3]})
+    figures.update({f"drain: {name} per job": taken[name] / count for name in COSTS[3:]})
     figures.update({f"drain peak: {name}": value for name, value in peaks.items()})
     return figures
 

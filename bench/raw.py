@@ -41,25 +41,30 @@ def insert_loop(count: int) -> float:
 
 def bulk_insert_loop(count: int, batch: int = 1000) -> float:
     """The same rows in multi-row INSERTs of `batch` (UNNEST arrays on PostgreSQL); return jobs/s."""
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        for start in range(0, count, batch):
+            bulk_insert(cursor, min(batch, count - start))
+    return count / (time.perf_counter() - started)
+
+
+def bulk_insert(cursor, rows: int) -> None:
+    """One multi-row INSERT of `rows` jobs (autocommit: a transaction of its own)."""
     columns = (
         "id, name, args, kwargs, queue, priority, status, attempts, max_attempts,"
         " worker_ids, errors, last_error"
     )
     constants = "'bench.jobs.noop', '[]', '{}', 'default', 0, 'READY', 0, 3, '[]', '[]', ''"
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        for start in range(0, count, batch):
-            ids = [str(uuid.uuid4()) for _ in range(min(batch, count - start))]
-            if connection.vendor == "postgresql":
-                cursor.execute(
-                    f"INSERT INTO django_dbjobs_job ({columns})"
-                    f" SELECT i, {constants} FROM UNNEST(%s::text[]) AS t(i)",
-                    [ids],
-                )
-            else:
-                rows = ", ".join([f"(%s, {constants})"] * len(ids))
-                cursor.execute(f"INSERT INTO django_dbjobs_job ({columns}) VALUES {rows}", ids)
-    return count / (time.perf_counter() - started)
+    ids = [str(uuid.uuid4()) for _ in range(rows)]
+    if connection.vendor == "postgresql":
+        cursor.execute(
+            f"INSERT INTO django_dbjobs_job ({columns})"
+            f" SELECT i, {constants} FROM UNNEST(%s::text[]) AS t(i)",
+            [ids],
+        )
+    else:
+        values = ", ".join([f"(%s, {constants})"] * rows)
+        cursor.execute(f"INSERT INTO django_dbjobs_job ({columns}) VALUES {values}", ids)
 
 
 def claim(cursor, limit: int) -> list[str]:

@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         default="W1,W2,W2s,W3,W4",
-        help="Comma list of the workloads to run (default: W1,W2,W2s,W3,W4; W5 to W7, W10, W11 on request).",
+        help="Comma list of workloads to run (default: W1,W2,W2s,W3,W4; W5 to W7, W10, W11, W13 on request).",
     )
     options = parser.parse_args()
     scratch.setup(options.database)

@@ -120,6 +120,10 @@ def run_all(runs: int, scale: float, only: set[str]) -> dict:
         from bench import index_cost
 
         results.update(index_cost.w11_all(runs, n1, n2, taking_turns))
+    if "W13" in only:
+        from bench import bulk_sizes
+
+        results.update(bulk_sizes.w13_all(runs, scale, taking_turns))
     if "W7" in only:
         from bench import workflows
 

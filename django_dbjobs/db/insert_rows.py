@@ -11,7 +11,7 @@ import json
 import operator
 from typing import Any
 
-from . import insert_sql
+from . import direct, insert_sql
 
 _PLAIN = (str, int, type(None))
 
@@ -94,6 +94,24 @@ def _column(connection, spec, chunk: list, texts: dict | None, start: int) -> An
 MAX_ARRAY_TEXT = 32 * 1024 * 1024
 
 
+def one_statement(connection, rows: int, batch_size: int, texts: list[str]) -> bool:
+    """Whether `rows` new jobs (at most `batch_size` a statement; `texts`, their args as JSON
+    text) go in by one INSERT, in the caller's autocommit: a transaction of its own.
+
+    PostgreSQL (insert_sql.plan()'s arrays) while no array's text passes MAX_ARRAY_TEXT (an
+    id's JSON text is under 64 characters; shared values are scalars), and MySQL/MariaDB (a
+    VALUES list of up to `batch_size` rows, or bulk_create()'s). Not SQLite, where the rows
+    may be split into statements by value (json_safe()) and a round trip costs nothing.
+    """
+    if rows > batch_size or not connection.get_autocommit():
+        return False
+    if connection.vendor == "mysql":
+        return True
+    if connection.vendor != "postgresql":
+        return False
+    return rows * 64 <= MAX_ARRAY_TEXT and sum(map(len, texts)) + rows + 1 <= MAX_ARRAY_TEXT
+
+
 def _execute(
     connection, plan: insert_sql.Plan, chunk: list, texts: dict | None = None, start: int = 0
 ) -> None:
@@ -132,13 +150,20 @@ def _execute(
             _execute(connection, plan, chunk[:half], texts, start)
             _execute(connection, plan, chunk[half:], texts, start + half)
             return
+    if plan.unnest and plan.returning:
+        # One short statement whatever the row count, and one row back (the statement's
+        # clock, see insert_sql.plan()): prepared once, run straight through libpq.
+        set_returned(connection, first, plan.returning, direct.run(connection, sql, params, prepare=True))
+        clock = [(field.attname, getattr(first, field.attname)) for field, _converters in plan.returning]
+        for instance in chunk:
+            for name, value in clock:
+                setattr(instance, name, value)
+        return
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         if not plan.returning:
             return
         rows = cursor.fetchall()
-    if plan.unnest:  # the one clock of the statement (see insert_sql.plan())
-        rows = rows * len(chunk)
     for instance, row in zip(chunk, rows, strict=True):
         set_returned(connection, instance, plan.returning, row)
 

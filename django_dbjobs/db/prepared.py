@@ -1,4 +1,4 @@
-"""PostgreSQL: enqueue()'s INSERT and the worker's claim as prepared statements, in autocommit.
+"""PostgreSQL: the claim and the INSERTs of enqueue() and enqueue_many() as prepared statements.
 
 Sent as a plain statement, the INSERT is parsed and planned by the server on every
 enqueue: 70 to 120 µs of a single enqueue's 450 to 570 (measured here, PostgreSQL 15,

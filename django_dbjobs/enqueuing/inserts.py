@@ -39,6 +39,7 @@ def insert(
     given: frozenset | None = None,
     shared: frozenset = frozenset(),
     texts: dict[str, list[str]] | None = None,
+    copy: bool = True,
 ) -> None:
     """INSERT unsaved jobs in as few statements as the database allows; read back its defaults.
 
@@ -50,6 +51,7 @@ def insert(
     needs checking for fields changed since; of those, the `shared` ones have the
     same value in every job (sent once per statement, not once per row). `texts` (with `given`) holds,
     for JSON fields, each job's value already as JSON text, in the order of `instances`.
+    `copy` False keeps them from PostgreSQL's COPY (bulk.py's one statement in autocommit).
     """
     connection = connections[using]
     if signals and save_receivers():
@@ -71,7 +73,7 @@ def insert(
     ready = texts if given is not None else None
     with transaction.mark_for_rollback_on_error(using):
         for shape, group in shapes.items():
-            if copy_rows.usable(connection, len(group)):
+            if copy and copy_rows.usable(connection, len(group)):
                 if "d" in shape:
                     shape = fill_clock(connection, shape, group)
                 copy_rows.copy(connection, shape, [group], ready, Job, specs)
@@ -79,7 +81,7 @@ def insert(
             if "d" in shape and not insert_sql.reads_clock_back(connection, len(group)):
                 shape = fill_clock(connection, shape, group)
             # Values build() made here (the ids) are plain ASCII: only the given ones need a look.
-            made = frozenset() if given is None else frozenset(spec.attname for spec in specs) - given
+            made = frozenset() if given is None else _all_names(specs) - given
             insert_rows.insert(connection, Job, specs, shape, group, batch_size, ready, made)
     stored(instances, using)
 
@@ -142,3 +144,13 @@ def made_shape(given: frozenset, shared: frozenset) -> tuple:
 
 
 _made_shapes: dict[tuple, tuple] = {}
+
+
+def _all_names(specs: list) -> frozenset:
+    """The names of every field `specs` describe (field_specs()'s, made once)."""
+    if not _names:
+        _names.append(frozenset(spec.attname for spec in specs))
+    return _names[0]
+
+
+_names: list[frozenset] = []

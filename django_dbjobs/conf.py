@@ -85,8 +85,9 @@ DEFAULTS = {
     # pooling) turns them off too.
     "PREPARED_STATEMENTS": True,
     # PostgreSQL: the DATABASES alias workers LISTEN on for new jobs, a direct connection
-    # to their database beside a pooled one; None: the worker's own. Unset, a worker whose
-    # LISTEN goes through a pooler probes instead (worker/lifecycle/idle_wait.py).
+    # to their database beside a pooled one, or a dict {worker alias: LISTEN alias}; None (or
+    # no entry): the worker's own. Unnamed, a worker whose LISTEN goes through a pooler probes
+    # instead (worker/lifecycle/idle_wait.py); named, it is proved by a handshake first.
     "LISTEN_DATABASE": None,
     # The token a scraper sends (Authorization: Bearer <token>) to read the database gauges
     # (observability/gauges_view.py); None or "": staff users only.

@@ -4,6 +4,7 @@ import getpass
 import os
 import shutil
 import socket
+import subprocess
 from pathlib import Path
 
 from tests.server_process import ServerProcess, free_port, wait_for
@@ -26,7 +27,7 @@ class PgBouncer(ServerProcess):
         assert binary, "PgBouncer is not installed: apt-get install -y pgbouncer"
         self.server = server
         self.port = free_port()
-        user = server.get("USER") or getpass.getuser()
+        self.user = user = server.get("USER") or getpass.getuser()
         users = directory / "users.txt"
         users.write_text(f'"{user}" "{server.get("PASSWORD") or ""}"\n')
         host, port = server.get("HOST") or "127.0.0.1", server.get("PORT") or 5432
@@ -40,8 +41,9 @@ class PgBouncer(ServerProcess):
             f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
             f"auth_type = trust\nauth_file = {users}\npool_mode = transaction\n"
             f"max_client_conn = 500\ndefault_pool_size = {pool_size}\n"
-            # SHOW POOLS, SHOW STATS on its console (database "pgbouncer"): bench/fleet.py.
-            f"stats_users = {user}\n"
+            # SHOW POOLS, SHOW STATS on its console (database "pgbouncer"): bench/fleet.py; PAUSE,
+            # RESUME and SET (admin()): tests/test_pgbouncer.py.
+            f"stats_users = {user}\nadmin_users = {user}\n"
             # Django's psycopg sends none of these, other clients may.
             "ignore_startup_parameters = extra_float_digits,options\n"
         )
@@ -60,6 +62,17 @@ class PgBouncer(ServerProcess):
             "NAME": f"dbjobs_{mode.removesuffix('-prepared')}",
             "DISABLE_SERVER_SIDE_CURSORS": mode == "transaction",
         }
+
+    def admin(self, command: str) -> None:
+        """Run `command` on its admin console (PAUSE, RESUME, SET...), with psql: the console
+        speaks the simple query protocol only."""
+        subprocess.run(
+            ["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, "-d", "pgbouncer"]
+            + ["-c", command],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
 
     def _ready(self) -> bool:
         assert self.process.poll() is None, f"PgBouncer exited:\n{self.output()}"

@@ -44,6 +44,9 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_TRACING", "on", "dbjobs.E034"),
         ("DBJOBS_LISTEN_DATABASE", "direct", "dbjobs.E035"),
         ("DBJOBS_LISTEN_DATABASE", ["default"], "dbjobs.E035"),
+        ("DBJOBS_LISTEN_DATABASE", {"default": "direct"}, "dbjobs.E035"),  # no such alias
+        ("DBJOBS_LISTEN_DATABASE", {"elsewhere": "default"}, "dbjobs.E035"),  # no such worker alias
+        ("DBJOBS_LISTEN_DATABASE", {"default": None}, "dbjobs.E035"),
     ],
 )
 def test_bad_settings_are_reported(settings, setting, value, check_id):
@@ -77,16 +80,17 @@ def test_a_metrics_token_is_none_or_a_string(settings, token):
 def test_listen_database_must_be_a_postgresql_alias(settings, monkeypatch):
     """DBJOBS_LISTEN_DATABASE: an alias of DATABASES on PostgreSQL (a second one, here)."""
     monkeypatch.setitem(connections.settings, "direct", connections.settings["default"])
-    settings.DBJOBS_LISTEN_DATABASE = "direct"
-    try:
-        errors = check_settings()
-    finally:
-        del connections["direct"]  # the connection object made for it (never connected)
-    if connection.vendor == "postgresql":
-        assert errors == []
-    else:
-        assert ids(errors) == ["dbjobs.E035"]
-        assert "PostgreSQL only" in errors[0].msg and "'direct'" in errors[0].msg
+    for setting in ("direct", {"default": "direct"}):  # for every worker, or per worker alias
+        settings.DBJOBS_LISTEN_DATABASE = setting
+        try:
+            errors = check_settings()
+        finally:
+            del connections["direct"]  # the connection object made for it (never connected)
+        if connection.vendor == "postgresql":
+            assert errors == []
+        else:
+            assert ids(errors) == ["dbjobs.E035"]
+            assert "PostgreSQL only" in errors[0].msg and "'direct'" in errors[0].msg
 
 
 def test_default_queue_must_be_in_the_queue_list(settings):

@@ -40,6 +40,8 @@ POLL_INTERVAL = 5.0
 WOKEN_WITHIN = 1.0
 SCHEDULES = {"ping": {"job": "tests.jobs.tick", "cron": "* * * * * *", "queue": "pings"}}
 POOLER_LINE = "goes through a connection pooler (PgBouncer?), where LISTEN does not hear"
+UNHEARD_LINE = "heard nothing of database 'default': a transaction pooler, or another database"
+SESSION_LINE = "LISTEN through a pooler on database 'default' hears this one (session pooling)"
 
 
 @pytest.fixture
@@ -109,6 +111,7 @@ def test_web_code_and_workers_work_through_pgbouncer(run_jobs, pooler, pooled, m
     worker = start_worker(run_jobs, pooler, mode, listen_database)
     assert started_line(worker).endswith(f"wakeups={way}"), worker.output()
     assert (POOLER_LINE in worker.output()) == (way == "probe"), worker.output()
+    assert (SESSION_LINE in worker.output()) == (mode == "session" and way == "listen"), worker.output()
 
     with transaction.atomic(using=alias):  # web code: the job commits with the request's data
         kept = enqueue(jobs.add, 1, 2, using=alias)
@@ -145,6 +148,25 @@ def test_web_code_and_workers_work_through_pgbouncer(run_jobs, pooler, pooled, m
     assert " ERROR " not in worker.output(), worker.output()
 
 
+def test_a_listen_alias_named_through_a_transaction_pooler_fails_the_handshake(run_jobs, pooler):
+    """DBJOBS_LISTEN_DATABASE naming an alias through a transaction pooler: its LISTEN would
+    stay on a server connection the pooler hands to other clients (they would get our
+    notifications) and hear nothing; the handshake finds it deaf, and the worker probes."""
+    worker = start_worker(run_jobs, pooler, "transaction", listen_database="default")
+    assert started_line(worker).endswith("wakeups=probe"), worker.output()
+    warnings = [line for line in worker.output().splitlines() if " WARNING " in line]
+    assert len(warnings) == 1 and UNHEARD_LINE in warnings[0], worker.output()
+
+    time.sleep(1)  # idle: probing at its longest step
+    enqueued = time.monotonic()
+    job = enqueue(jobs.add, 5, 6)
+    assert wait_for(lambda: succeeded([job.pk]), POLL_INTERVAL * 2, interval=0.005), worker.output()
+    woken = time.monotonic() - enqueued
+    assert woken < WOKEN_WITHIN, f"an idle worker took {woken:.3f}s to run a new job"
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.output()
+
+
 def test_a_killed_workers_job_is_swept_and_schedules_fire_through_a_transaction_pooler(run_jobs, pooler):
     first = start_worker(run_jobs, pooler, "transaction")
     job = enqueue(jobs.slow, 3)
@@ -161,3 +183,32 @@ def test_a_killed_workers_job_is_swept_and_schedules_fire_through_a_transaction_
     assert wait_for(lambda: Job.objects.filter(queue="pings", status="SUCCESSFUL").count() >= 2, 10)
     second.signal(signal.SIGTERM)
     assert second.wait() == 0, second.output()
+
+
+def test_a_worker_parked_by_pgbouncer_stops_and_resumes_within_query_wait_timeout(run_jobs, pooler):
+    """PgBouncer parks statements while PostgreSQL is away (PAUSE here: the same wait, without
+    stopping the shared server) up to query_wait_timeout, then disconnects the client: the
+    worker waits the outage out, runs jobs again once the pooler resumes, and a SIGTERM while
+    parked ends it within query_wait_timeout, not the 120 s default (docs: poolers)."""
+    query_wait_timeout = 3
+    pooler.admin(f"SET query_wait_timeout = {query_wait_timeout}")
+    worker = start_worker(run_jobs, pooler, "transaction")
+    pooler.admin("PAUSE dbjobs_transaction")
+    try:
+        job = enqueue(jobs.add, 1, 2)  # straight to PostgreSQL: only the worker is parked
+        time.sleep(query_wait_timeout * 2)
+        assert Job.objects.get(pk=job.pk).status == "READY"
+    finally:
+        pooler.admin("RESUME dbjobs_transaction")
+    assert wait_for(lambda: succeeded([job.pk]), 30), worker.output()
+
+    pooler.admin("PAUSE dbjobs_transaction")
+    try:
+        time.sleep(1)  # its next statement is parked
+        stopping = time.monotonic()
+        worker.signal(signal.SIGTERM)
+        assert worker.wait(60) == 0, worker.output()
+        stopped = time.monotonic() - stopping
+    finally:
+        pooler.admin("RESUME dbjobs_transaction")
+    assert stopped < query_wait_timeout + 5, f"stopped {stopped:.1f}s after SIGTERM\n{worker.output()}"

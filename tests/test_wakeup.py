@@ -296,9 +296,10 @@ def test_a_worker_whose_job_just_ended_still_looks_for_other_processes_jobs(run_
 def test_an_idle_waiter_says_how_it_wakes_for_the_start_line(settings):
     """The "Worker started" line's wakeups=: LISTEN on PostgreSQL straight to the server (the
     way through a pooler: tests/test_pgbouncer.py), the probe on MySQL/MariaDB, data_version
-    on SQLite; DBJOBS_LISTEN_DATABASE naming the worker's own alias changes nothing."""
+    on SQLite; DBJOBS_LISTEN_DATABASE naming the worker's own alias (for all workers, or for
+    its alias), or naming one for other workers' alias only, changes nothing."""
     expected = {"postgresql": "listen", "mysql": "probe", "sqlite": "data_version"}[connection.vendor]
-    for listen_database in (None, "default"):
+    for listen_database in (None, "default", {"default": "default"}, {"direct": "default"}):
         settings.DBJOBS_LISTEN_DATABASE = listen_database
         waiter = IdleWaiter("default", WakeEvent(), None)
         waiter.start()

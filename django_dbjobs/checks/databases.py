@@ -73,23 +73,33 @@ def migration_history_errors(alias: str) -> list[checks.Error]:
 
 
 def listen_database_errors() -> list[checks.Error]:
-    """DBJOBS_LISTEN_DATABASE: None, or the alias of a PostgreSQL database in DATABASES."""
-    alias = settings.LISTEN_DATABASE
-    if alias is None:
+    """DBJOBS_LISTEN_DATABASE: None, the alias of a PostgreSQL database in DATABASES, or a dict
+    {worker alias: such an alias}."""
+    setting = settings.LISTEN_DATABASE
+    if setting is None:
         return []
-    if not isinstance(alias, str) or alias not in connections.settings:
-        problem = f"names {alias!r}, which is not an alias in DATABASES"
-    elif connections[alias].vendor != "postgresql":
-        vendor = connections[alias].vendor  # not display_name: MySQL's asks the server
-        problem = f"names {alias!r}, a {vendor} database; workers LISTEN on PostgreSQL only"
-    else:
-        return []
+    pairs = setting.items() if isinstance(setting, dict) else [(None, setting)]
+    problems = [problem for worker, alias in pairs for problem in _listen_alias_problems(worker, alias)]
     return [
         checks.Error(
             f"DBJOBS_LISTEN_DATABASE {problem}.",
             hint="Name a DATABASES alias that connects straight to the workers' PostgreSQL database "
-            "(not through a transaction pooler), for example DBJOBS_LISTEN_DATABASE = 'direct'; "
-            "None (the default) listens on the worker's own database.",
+            "(not through a transaction pooler), for example DBJOBS_LISTEN_DATABASE = 'direct', or one "
+            "per worker alias: {'default': 'direct'}; None (the default) listens on the worker's own.",
             id="dbjobs.E035",
         )
+        for problem in problems
     ]
+
+
+def _listen_alias_problems(worker, alias) -> list[str]:
+    """What is wrong with LISTEN alias `alias` named for workers of `worker` (None: all)."""
+    where = "" if worker is None else f" for {worker!r}"
+    if worker is not None and (not isinstance(worker, str) or worker not in connections.settings):
+        return [f"has a key {worker!r}, which is not an alias in DATABASES"]
+    if not isinstance(alias, str) or alias not in connections.settings:
+        return [f"names {alias!r}{where}, which is not an alias in DATABASES"]
+    if connections[alias].vendor != "postgresql":
+        vendor = connections[alias].vendor  # not display_name: MySQL's asks the server
+        return [f"names {alias!r}{where}, a {vendor} database; workers LISTEN on PostgreSQL only"]
+    return []

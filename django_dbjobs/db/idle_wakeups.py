@@ -44,9 +44,11 @@ def idle_check_steps(using: str = "default") -> tuple[float, float] | None:
     return {"sqlite": (0.01, 0.01), "mysql": PROBE_STEPS}.get(connections[using].vendor)
 
 
-def listen_alias(using: str = "default") -> str:
-    """The DATABASES alias a worker of `using` LISTENs on: ``DBJOBS_LISTEN_DATABASE``, else `using`."""
-    return settings.LISTEN_DATABASE or using
+def named_listen_alias(using: str = "default") -> str | None:
+    """The alias ``DBJOBS_LISTEN_DATABASE`` names for workers of `using`, if any: the setting
+    itself (a string), or its value for `using` (a dict {worker alias: LISTEN alias})."""
+    named = settings.LISTEN_DATABASE
+    return named.get(using) if isinstance(named, dict) else named
 
 
 def uses_data_version(using: str = "default") -> bool:

@@ -9,16 +9,13 @@ closed it) is opened again from the next wait, after a pause that doubles up to 
 notifications sent meanwhile are lost, so each (re)connection counts as one. Its states
 and every move between them are listen_states.py's (diagram: docs/worker.rst).
 
-The worker's claims run on it too, while it is open (worker/claiming/claimer.py), where its
-server session is provably its own (connected straight to PostgreSQL: reached_directly(); in
-autocommit, prepared.session_kept(); behind a pooler a session setting could reach other
-clients, and there claims stay on the worker's own connection): its session
-plans without sorts (``enable_sort`` off, which the claim needs: db.claim_jobs()), so a
-claim is one statement, not two; and a wake-up's claim goes to the server process that
-has just sent the notification, which is running, where the worker's own connection's
-has slept since its last statement (0.2 to 0.3 ms off an idle worker's wake-up). A
-notification that arrives while a claim runs on it is taken by psycopg: a handler
-counts it for the next read().
+The worker's claims run on it too (worker/claiming/claimer.py) where its server session is
+provably the worker's own: its alias, straight to PostgreSQL (listen_handshake.py), in
+autocommit (prepared.session_kept()). That session plans without sorts (``enable_sort``
+off, which the claim needs: db.claim_jobs()), so a claim is one statement, not two, sent to
+the server process that has just sent the notification, which is running (0.2 to 0.3 ms
+off an idle worker's wake-up). A notification psycopg takes while a claim runs on it is
+counted by a handler for the next read().
 """
 
 from __future__ import annotations
@@ -28,6 +25,7 @@ from typing import NamedTuple
 
 from django.db import connections
 
+from .listen_handshake import HANDSHAKE_PREFIX, hears_own_notifies, reached_directly
 from .listen_states import IllegalMove, ListenStates
 from .triggers import QUEUE_TRIGGER_FIRES
 
@@ -59,26 +57,27 @@ class Heard(NamedTuple):
     queues: int = 0
 
 
-def _kind(payload: str) -> int:
-    """The index in Heard of a notification with `payload`."""
-    return 1 if payload == SCHEDULES_PAYLOAD else 2 if payload == QUEUES_PAYLOAD else 0
+def _count(heard: list[int], payload: str) -> None:
+    """Count a notification with `payload` in `heard` (as in Heard); a handshake's is none."""
+    if not payload.startswith(HANDSHAKE_PREFIX):
+        heard[1 if payload == SCHEDULES_PAYLOAD else 2 if payload == QUEUES_PAYLOAD else 0] += 1
 
 
 class Listen:
     """A LISTEN connection to `using`, opened by connect() and read by read().
 
-    With `claims_allowed` False (it is another alias than the worker's), claims never
-    run on it. With `direct_only`, never through a pooler: connect() finds one (reached_directly())
-    before it sends LISTEN, closes the connection, and sets `pooled` (the caller waits
-    another way). A transaction pooler's LISTEN hears nothing, and would stay on a server
-    connection the pooler hands to other clients.
+    Claims run on it only with `claims_allowed` (it is the worker's own alias). With
+    `direct_only`, never through a pooler (a transaction pooler's LISTEN hears nothing):
+    connect() finds one before LISTEN (reached_directly()), closes it and sets `pooled`.
+    On another alias than `own` (the worker's; default `using`) or through a pooler, it
+    proves it hears `own`'s notifications (listen_handshake.py), or closes and sets `unheard`.
     """
 
-    def __init__(self, using: str, direct_only: bool = False, claims_allowed: bool = True):
+    def __init__(self, using: str, direct_only=False, claims_allowed=True, own: str | None = None):
         self.using = using
+        self.own = own or using
         self.direct_only = direct_only
-        #: Whether the worker may claim on it: only when it is the worker's own database alias
-        #: (a DBJOBS_LISTEN_DATABASE alias is trusted to hear, not to hold the same jobs).
+        #: A DBJOBS_LISTEN_DATABASE alias is trusted to hear, not to hold the same jobs.
         self.claims_allowed = claims_allowed
         self.connection = None  # the Django connection wrapper, while listening
         self.states = ListenStates()
@@ -88,6 +87,8 @@ class Listen:
         self.hears_queues = False
         #: Whether connect() last reached PostgreSQL through a pooler (reached_directly()).
         self.pooled = False
+        #: Whether a handshake found it deaf to `own`'s notifications (the caller waits another way).
+        self.unheard = False
 
     @property
     def listening(self) -> bool:
@@ -116,7 +117,7 @@ class Listen:
 
         True when it just started listening: whatever was sent before is unknown to the
         caller, which must look for work as if notified. False through a pooler with
-        `direct_only` (see the class).
+        `direct_only`, or deaf to `own` (`unheard`): see the class.
         """
         if not self.states.may_open():
             return False
@@ -148,13 +149,18 @@ class Listen:
                     cursor.execute("SET enable_sort = off")  # for the claims (see above)
                 cursor.execute(QUEUE_TRIGGER_FIRES)
                 (hears_queues,) = cursor.fetchone()
+            self._heard = [0, 0, 0]  # the caller looks for work as if notified anyway
+            if (pooled or self.using != self.own) and not hears_own_notifies(
+                connection, self.own, CHANNEL, lambda payload: _count(self._heard, payload)
+            ):
+                self.unheard = True  # UNLISTEN sent, and closed
+                return False
             connection.connection.add_notify_handler(self._heard_during_query)
         except Exception as exc:  # noqa: BLE001 - a receiver or the server: try again later
             self._give_up(connection, exc, self.states.open_failed())
             return False
         self.connection, self.hears_queues = connection, hears_queues
         self.states.opened(own_session=claims_here)
-        self._heard = [0, 0, 0]  # the caller looks for work as if notified anyway
         return True
 
     @property
@@ -186,7 +192,7 @@ class Listen:
             if pgconn.status == pq.ConnStatus.BAD:  # closed without an error: poll() would spin
                 raise ConnectionError("the server closed the connection")
             while (notification := pgconn.notifies()) is not None:
-                heard[_kind(notification.extra.decode(errors="replace"))] += 1
+                _count(heard, notification.extra.decode(errors="replace"))
         except Exception as exc:  # noqa: BLE001 - psycopg's OperationalError, or any: reconnect
             self.lost(exc)
         return Heard(*heard)
@@ -212,7 +218,7 @@ class Listen:
 
     def _heard_during_query(self, notification) -> None:
         """psycopg took `notification` while reading a claim's results: keep it for read()."""
-        self._heard[_kind(notification.payload)] += 1
+        _count(self._heard, notification.payload)
 
     def close(self) -> None:
         connection, self.connection = self.connection, None
@@ -238,16 +244,6 @@ class Listen:
         logger.warning("LISTEN connection lost, reconnecting in %.1fs: %s", pause, exc)
         if connection is not None:
             _close(connection)
-
-
-def reached_directly(connection, cursor) -> bool:
-    """Whether `connection` (in `cursor`) reaches PostgreSQL itself, not a pooler: the server
-    process it met at connecting (libpq's backend pid) is the one running its statements.
-    A pooler (PgBouncer) answers the connection with a process number of its own, and a
-    transaction pooler hands each statement to any server connection."""
-    cursor.execute("SELECT pg_backend_pid()")
-    (pid,) = cursor.fetchone()
-    return pid == connection.connection.pgconn.backend_pid
 
 
 def _close(connection) -> None:

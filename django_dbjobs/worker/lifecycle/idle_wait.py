@@ -2,7 +2,8 @@
 
 PostgreSQL sends NOTIFY from a trigger (delivered on commit only) to a LISTEN
 connection per worker (to ``DBJOBS_LISTEN_DATABASE`` if set; where it would go through a
-pooler, which LISTEN does not hear through, the worker probes as on MySQL instead);
+pooler, which LISTEN does not hear through, or where a handshake finds it deaf to the
+worker's database, the worker probes as on MySQL instead);
 SQLite bumps ``PRAGMA data_version`` when another connection commits; MySQL/MariaDB get
 a cheap indexed probe at a short, adaptive interval. This process's own enqueues set the
 worker's event (enqueuing/wakeup.py).
@@ -19,7 +20,6 @@ from collections.abc import Callable
 from django.db import DatabaseError, InterfaceError
 
 from ... import db
-from ...conf import settings
 from ...db.listen import Listen
 from ...enqueuing import wakeup
 from ...models import Job
@@ -69,10 +69,11 @@ class IdleWaiter:
 
     def start(self) -> None:
         if db.supports_listen(self.using):
-            # Through a pooler, LISTEN is trusted only when the user named the alias.
-            alias = db.listen_alias(self.using)
+            # Through a pooler, LISTEN is tried only when the user named the alias (then proved).
+            named = db.named_listen_alias(self.using)
+            alias = named or self.using
             self.listen = Listen(
-                alias, direct_only=settings.LISTEN_DATABASE is None, claims_allowed=alias == self.using
+                alias, direct_only=named is None, claims_allowed=alias == self.using, own=self.using
             )
             self._connect()
 
@@ -183,22 +184,34 @@ class IdleWaiter:
         listen = self.listen
         opened = listen.connect()
         if listen.pooled and listen.direct_only:
-            self._probe_instead(listen.using)
+            self._probe_instead(
+                f"database {listen.using!r} goes through a connection pooler (PgBouncer?), "
+                "where LISTEN does not hear"
+            )
+        elif listen.unheard:
+            self._probe_instead(
+                f"LISTEN through database {listen.using!r} heard nothing of database {self.using!r}: "
+                "a transaction pooler, or another database than the worker's"
+            )
         elif not opened:
             return
+        elif listen.pooled and listen.sessions == 1:
+            logger.info(
+                "Wake-ups: LISTEN through a pooler on database %r hears this one (session pooling)",
+                listen.using,
+            )
         self.event.set()  # notifications sent while it was closed are lost:
         wakeup.schedules_changed()  # look again for jobs and schedules
 
-    def _probe_instead(self, alias: str) -> None:
-        """The LISTEN connection to `alias` would go through a pooler: probe from now on, and say so."""
+    def _probe_instead(self, why: str) -> None:
+        """The LISTEN connection does not hear, for reason `why`: probe from now on, and say so."""
         self.listen, self.steps = None, db.PROBE_STEPS
         first, longest = self.steps
         logger.warning(
-            "Wake-ups: polling every %g-%g ms: database %r goes through a connection pooler "
-            "(PgBouncer?), where LISTEN does not hear; set DBJOBS_LISTEN_DATABASE to a direct connection",
+            "Wake-ups: polling every %g-%g ms: %s; set DBJOBS_LISTEN_DATABASE to a direct connection",
             first * 1000,
             longest * 1000,
-            alias,
+            why,
         )
 
     def _changed(self) -> bool:

@@ -7,7 +7,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from tests.server_process import ServerProcess, free_port, wait_for
+from tests.server_process import ServerProcess, free_port
 
 #: The tests that start a PgBouncer run only when this variable is 1 (.ci/run sets it).
 OPT_IN = "DBJOBS_TEST_PGBOUNCER"
@@ -50,7 +50,7 @@ class PgBouncer(ServerProcess):
         # It refuses to run as root: it reads its files first, then becomes `nobody`.
         as_user = ["-u", "nobody"] if os.geteuid() == 0 else []
         super().__init__([binary, *as_user, str(config)], directory / "pgbouncer.log")
-        assert wait_for(self._ready, 20), f"PgBouncer did not start:\n{self.output()}"
+        self.wait_ready(self._ready, 20, "PgBouncer")
 
     def database(self, mode: str) -> dict:
         """The keys of a Django settings dict that go through it in `mode`, one of MODES: in

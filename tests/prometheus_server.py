@@ -8,7 +8,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.server_process import ServerProcess, free_port, wait_for
+from tests.server_process import ServerProcess, free_port
 
 #: The tests that start a Prometheus server run only when this variable is 1 (.ci/run sets it).
 OPT_IN = "DBJOBS_TEST_PROMETHEUS"
@@ -40,7 +40,7 @@ class PrometheusServer(ServerProcess):
             "--log.level=warn",
         ]
         super().__init__(command, directory / "prometheus.log")
-        assert wait_for(self._ready, 60), f"Prometheus did not start:\n{self.output()}"
+        self.wait_ready(self._ready, 60, "Prometheus")
 
     def api(self, path: str, **parameters: str) -> dict:
         """The data of an HTTP API answer (``/api/v1/<path>``), asserted successful."""

@@ -3,6 +3,7 @@
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -27,6 +28,15 @@ class ServerProcess:
     def __init__(self, command: list[str], log: Path):
         self.log = log.open("w+")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, ready: Callable[[], bool], timeout: float, name: str) -> None:
+        """Wait until `ready()`; if it never is (or raises), stop the process, close the log, and
+        fail: the caller is still in __init__, so nobody else would stop it."""
+        try:
+            assert wait_for(ready, timeout), f"{name} did not start:\n{self.output()}"
+        except BaseException:
+            self.stop()
+            raise
 
     def output(self) -> str:
         self.log.seek(0)

@@ -18,8 +18,8 @@ from django_dbjobs.observability.worker_metrics import WorkerMetrics
 from django_dbjobs.testing import run_jobs
 from django_dbjobs.worker import Worker
 from tests import jobs
+from tests.gauges_helpers import known_rows
 from tests.prometheus_server import OPT_IN
-from tests.test_gauges import known_rows
 
 FILES = Path(__file__).resolve().parent.parent / "docs" / "observability"
 DASHBOARD = FILES / "grafana-dashboard.json"

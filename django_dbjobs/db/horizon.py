@@ -1,11 +1,11 @@
 """What keeps dead rows from being cleaned up: the oldest open transactions, and the dead rows.
 
 PostgreSQL: vacuum cannot remove a row version that a transaction of this database (a
-snapshot, ``backend_xmin``, or a transaction id, ``backend_xid``), a prepared transaction
-or a replication slot might still see; one forgotten session pins the horizon for every
-table, and the job table's dead rows pile up under the claims. MariaDB/MySQL: InnoDB's
-purge waits for the oldest read view on the whole server, and the history list (undo
-not purged yet) grows instead. SQLite keeps no old row versions: not applicable.
+snapshot, ``backend_xmin``, or a transaction id, ``backend_xid``), a prepared transaction,
+a walsender with hot_standby_feedback or a replication slot might still see; one forgotten
+snapshot pins the horizon for every table, and the job table's dead rows pile up under the
+claims. MariaDB/MySQL: InnoDB's purge waits for the oldest read view on the whole server,
+and the history list (undo not purged yet) grows instead. SQLite keeps no old row versions: not applicable.
 
 Two statements a read on either server, whatever the number of sessions: cheap enough for a
 probe or a scrape. A view this role may not read makes that part "unknown" with the
@@ -20,63 +20,26 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connections, transaction
 
-#: Open transactions read, the oldest first.
-MAX_HOLDERS = 5
-#: Characters kept of the first line of a transaction's statement.
-QUERY_CHARS = 200
+from .horizon_queries import (
+    MARIADB_HISTORY,
+    MYSQL_HISTORY,
+    MYSQL_HOLDERS,
+    POSTGRESQL_HOLDERS,
+    POSTGRESQL_TABLES,
+    QUERY_CHARS,
+)
 
-# The sessions (those this role may not see have no start: NULL, and the text PostgreSQL
-# puts in their query), then the prepared transactions and the replication slots; the
-# age in transactions (xid) where no time is known. VACUUM's own snapshot holds nothing back.
-POSTGRESQL_HOLDERS = f"""
-(SELECT 'session', pid, application_name, usename, host(client_addr), state,
-        EXTRACT(EPOCH FROM clock_timestamp() - xact_start)::float8,
-        left(split_part(btrim(query, E' \\t\\r\\n'), E'\\n', 1), {QUERY_CHARS}), '',
-        greatest(age(backend_xid), age(backend_xmin))
-   FROM pg_stat_activity
-  WHERE datname = current_database() AND pid <> pg_backend_pid()
-    AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
-    AND backend_type IS DISTINCT FROM 'autovacuum worker'
-  ORDER BY xact_start IS NULL, xact_start LIMIT {MAX_HOLDERS})
-UNION ALL
-(SELECT 'prepared', NULL, '', owner, '', '', EXTRACT(EPOCH FROM clock_timestamp() - prepared)::float8,
-        '', gid, age(transaction)
-   FROM pg_prepared_xacts WHERE database = current_database() ORDER BY prepared LIMIT {MAX_HOLDERS})
-UNION ALL
-(SELECT 'replication slot', active_pid, '', '', '', CASE WHEN active THEN 'active' ELSE 'inactive' END,
-        NULL, '', slot_name, greatest(age(xmin), age(catalog_xmin))
-   FROM pg_replication_slots WHERE xmin IS NOT NULL OR catalog_xmin IS NOT NULL
-  ORDER BY 10 DESC LIMIT {MAX_HOLDERS})
-"""
-# The last column: whether autovacuum may visit the table (on for the server, not off for it).
-POSTGRESQL_TABLES = r"""
-SELECT s.relname, s.n_live_tup, s.n_dead_tup, s.last_autovacuum, s.autovacuum_count,
-       current_setting('autovacuum') = 'on' AND NOT EXISTS (
-           SELECT 1 FROM unnest(c.reloptions) AS o WHERE o ~* '^autovacuum_enabled=(false|off|no|n|f|0)$')
-  FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
- WHERE s.relname LIKE 'django\_dbjobs\_%%' AND s.schemaname = ANY(current_schemas(false)) ORDER BY s.relname
-"""
-# Every database's transactions: InnoDB's purge waits for the oldest read view of the server.
-# INNODB_TRX is a copy InnoDB refreshes at most every 0.1 s: a transaction just ended may linger.
-MYSQL_HOLDERS = f"""
-SELECT 'session', t.trx_mysql_thread_id, '', p.USER, p.HOST,
-       CONCAT_WS(', ', CONCAT('db ', p.DB), p.COMMAND, NULLIF(p.STATE, '')),
-       TIMESTAMPDIFF(SECOND, t.trx_started, NOW()),
-       LEFT(SUBSTRING_INDEX(TRIM(COALESCE(t.trx_query, p.INFO, '')), '\\n', 1), {QUERY_CHARS}), '', NULL
-  FROM information_schema.INNODB_TRX t
-  LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
- WHERE t.trx_mysql_thread_id <> CONNECTION_ID()
- ORDER BY t.trx_started LIMIT {MAX_HOLDERS}
-"""
-# Enabled by default on MariaDB 10.11 and MySQL 8 (innodb_monitor_enable otherwise).
-MYSQL_HISTORY = "SELECT `COUNT` FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'"
+#: The kinds of holders that are not transactions: they have no age in time.
+NOT_TRANSACTIONS = ("walsender", "replication slot", "catalog slot")
 
 
 @dataclass(frozen=True)
 class Holder:
-    """An open transaction, prepared transaction or replication slot holding old row versions."""
+    """An open transaction, prepared transaction, walsender or replication slot holding old row versions."""
 
-    #: "session", "prepared" or "replication slot".
+    #: "session", "prepared", "walsender" (PostgreSQL: hot_standby_feedback without a slot),
+    #: "replication slot" (its xmin holds every table's rows) or "catalog slot" (a logical
+    #: slot's catalog_xmin alone: only the system catalogs' rows).
     kind: str
     #: The backend's pid (PostgreSQL), thread id (MariaDB/MySQL), or a slot's active walsender.
     pid: int | None
@@ -84,19 +47,21 @@ class Holder:
     user: str
     client: str
     state: str
-    #: Seconds since its transaction began (prepared: since PREPARE); None: not known.
+    #: Seconds it has held rows back, as far as known: since its transaction began (prepared:
+    #: since PREPARE), or on MariaDB/MySQL in READ COMMITTED since its running statement began
+    #: (it holds no read view between statements); None: not known (hidden from this role).
     age: float | None
     #: The first line of its current or last statement.
     query: str
     #: A prepared transaction's gid, a slot's name.
     name: str
-    #: How many transactions (xids) old its horizon is (PostgreSQL).
+    #: How many transactions (xids) old its horizon is (PostgreSQL): what decides who pins most.
     xid_age: int | None
 
     @property
     def is_transaction(self) -> bool:
-        """Whether it is a transaction with an age in time (not a replication slot)."""
-        return self.kind != "replication slot"
+        """Whether it is a transaction with an age in time (not a walsender or a slot)."""
+        return self.kind not in NOT_TRANSACTIONS
 
 
 @dataclass(frozen=True)
@@ -125,6 +90,8 @@ class Horizon:
     applicable: bool = True
     #: What the database calls a session's number: "pid" (PostgreSQL), "thread" (MariaDB/MySQL).
     session_id: str = "pid"
+    #: Whether horizons are counted in transactions too (xid_age: PostgreSQL).
+    counts_xids: bool = False
     holders: list[Holder] = field(default_factory=list)
     tables: list[TableRows] = field(default_factory=list)
     #: InnoDB's history list length: undo records not purged yet (MariaDB/MySQL).
@@ -136,19 +103,38 @@ class Horizon:
 
     @property
     def transactions(self) -> list[Holder]:
-        """The open and prepared transactions, the oldest first (those of unknown age last)."""
+        """The open and prepared transactions, the oldest horizon first.
+
+        PostgreSQL: by xid age (a transaction may be old and hold a recent snapshot, or
+        none); MariaDB/MySQL: by how long each has held its read view. Unknown ages last.
+        """
         timed = [h for h in self.holders if h.is_transaction]
-        return sorted(timed, key=lambda h: (h.age is None, -(h.age or 0.0)))
+        return sorted(
+            timed, key=lambda h: (h.xid_age is None, -(h.xid_age or 0), h.age is None, -(h.age or 0.0))
+        )
 
     @property
     def slots(self) -> list[Holder]:
+        """The walsenders and replication slots holding rows back (those of all tables first)."""
         return [h for h in self.holders if not h.is_transaction]
 
     @property
     def oldest(self) -> Holder | None:
-        """The oldest transaction whose age is known; None when there is none."""
+        """The transaction with the oldest horizon among those whose age is known; None when none."""
         known = [h for h in self.transactions if h.age is not None]
         return known[0] if known else None
+
+    @property
+    def oldest_hidden(self) -> bool:
+        """Whether a transaction whose age this role may not read holds the oldest horizon."""
+        timed = self.transactions
+        return bool(timed) and timed[0].age is None
+
+    @property
+    def oldest_xmin_age(self) -> int | None:
+        """How many transactions old the oldest horizon of every table is (PostgreSQL), hidden or not."""
+        ages = [h.xid_age for h in self.holders if h.xid_age is not None and h.kind != "catalog slot"]
+        return max(ages, default=None)
 
 
 def read_horizon(using: str = "default") -> Horizon:
@@ -158,14 +144,17 @@ def read_horizon(using: str = "default") -> Horizon:
     """
     connection = connections[using]
     if connection.vendor == "postgresql":
-        horizon = Horizon()
+        horizon = Horizon(counts_xids=True)
         horizon.holders_read = _read(horizon, using, "pg_stat_activity", POSTGRESQL_HOLDERS, _holders)
         _read(horizon, using, "pg_stat_user_tables", POSTGRESQL_TABLES, _tables)
         return horizon
     if connection.vendor == "mysql":
         horizon = Horizon(session_id="thread")
         horizon.holders_read = _read(horizon, using, "information_schema.INNODB_TRX", MYSQL_HOLDERS, _holders)
-        _read(horizon, using, "information_schema.INNODB_METRICS", MYSQL_HISTORY, _history)
+        if connection.mysql_is_mariadb:
+            _read(horizon, using, "Innodb_history_list_length", MARIADB_HISTORY, _history)
+        else:
+            _read(horizon, using, "information_schema.INNODB_METRICS", MYSQL_HISTORY, _history)
         return horizon
     return Horizon(applicable=False)
 
@@ -199,7 +188,7 @@ def _holders(horizon: Horizon, rows) -> None:
             client or "",
             state or "",
             None if age is None else max(float(age), 0.0),
-            query or "",
+            first_line(query or ""),
             name or "",
             xid_age,
         )
@@ -212,4 +201,12 @@ def _tables(horizon: Horizon, rows) -> None:
 
 
 def _history(horizon: Horizon, rows) -> None:
-    horizon.history_length = int(rows[0][0]) if rows else None
+    horizon.history_length = int(rows[0][1]) if rows else None
+
+
+def first_line(query: str) -> str:
+    """The first line of `query` that is not blank, stripped, at most QUERY_CHARS characters."""
+    for line in query.splitlines():
+        if line.strip():
+            return line.strip()[:QUERY_CHARS]
+    return ""

@@ -152,14 +152,22 @@ def flow_gauges(status: Status) -> list[Gauge]:
 def horizon_gauges(horizon: Horizon) -> list[Gauge]:
     """The oldest transaction holding back cleanup, our tables' dead rows, InnoDB's history list.
 
-    A part the database's role may not read is left out, not reported as 0. No pid label:
-    each new culprit would be a new series.
+    A part the database's role may not read is left out, not reported as 0: the seconds too
+    when the oldest horizon belongs to a session whose age the role may not see (PostgreSQL
+    without pg_read_all_stats); the age in transactions is shown to every role. No pid
+    label: each new culprit would be a new series.
     """
     oldest = Gauge(
         "dbjobs_database_oldest_transaction_seconds",
-        "Seconds the oldest open (or prepared) transaction holding back the cleanup of dead rows has "
-        "been open: this database's on PostgreSQL, the server's on MariaDB/MySQL; 0 when none (and on "
+        "Seconds the transaction (or prepared transaction) with the oldest horizon among those "
+        "holding back the cleanup of dead rows has been open: this database's on PostgreSQL, the "
+        "server's on MariaDB/MySQL (READ COMMITTED: its running statement's); 0 when none (and on "
         "SQLite). dbjobs_status names it.",
+    )
+    xmin = Gauge(
+        "dbjobs_database_oldest_xmin_age",
+        "PostgreSQL: how many transactions old the oldest horizon of this database's tables is "
+        "(sessions, prepared transactions, walsenders, replication slots' xmin); 0 when nothing holds one.",
     )
     dead = Gauge(
         "dbjobs_table_dead_rows",
@@ -170,11 +178,13 @@ def horizon_gauges(horizon: Horizon) -> list[Gauge]:
         "dbjobs_database_history_length",
         "InnoDB's history list length: undo records purge has not removed yet (MariaDB/MySQL).",
     )
-    if horizon.holders_read:
+    if horizon.holders_read and not horizon.oldest_hidden:
         culprit = horizon.oldest
         oldest.add(culprit.age if culprit is not None and culprit.age is not None else 0.0)
+    if horizon.holders_read and horizon.counts_xids:
+        xmin.add(horizon.oldest_xmin_age or 0)
     for table in horizon.tables:
         dead.add(table.dead, table.table)
     if horizon.history_length is not None:
         history.add(horizon.history_length)
-    return [oldest, dead, history]
+    return [oldest, xmin, dead, history]

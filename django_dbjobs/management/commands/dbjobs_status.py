@@ -15,7 +15,8 @@ from django_dbjobs.management.options import (
 )
 from django_dbjobs.models import Job
 from django_dbjobs.operations.long_transactions import DEFAULT_LONG_TRANSACTION
-from django_dbjobs.operations.status import judge, read_status, table
+from django_dbjobs.operations.status import judge, read_status
+from django_dbjobs.operations.status_table import table
 
 
 class Command(BaseCommand):
@@ -52,8 +53,9 @@ class Command(BaseCommand):
             "--fail-if-long-transaction",
             type=seconds,
             metavar="SECONDS",
-            help="Exit 1 if a transaction (or prepared transaction) holding back the cleanup of dead rows "
-            "has been open longer than this (PostgreSQL, MariaDB/MySQL; never on SQLite).",
+            help="Exit 1 if the transaction (or prepared transaction) with the oldest horizon, holding "
+            "back the cleanup of dead rows, has been open longer than this, or if the database user "
+            "may not read who holds it (PostgreSQL, MariaDB/MySQL; never on SQLite).",
         )
         parser.add_argument(
             "--long-transaction-after",

@@ -1,8 +1,10 @@
 """Long transactions as dbjobs_status shows them: who holds back the cleanup of dead rows, and since when.
 
 One read of db/horizon.py (two statements on PostgreSQL and MariaDB/MySQL, none on
-SQLite). The oldest transaction is named once it is older than a threshold; its
-dead-row share of the job table says what it costs.
+SQLite). The transaction with the oldest horizon (what pins the oldest row versions,
+not the one that began first) is named once it is older than a threshold; its dead-row
+share of the job table says what it costs. Slots, walsenders and many dead rows are
+shown whatever the transactions' ages.
 """
 
 from __future__ import annotations

@@ -26,6 +26,12 @@ def verdict(samples: list[dict], warm_up: int) -> list[str]:
             f"{key}: median {middle:.1f} MiB after minute {warm_up}, {low:+.1%} to {high:+.1%} "
             f"({'met' if met else 'NOT met'}: within ±{SIZE_BAND:.0%})"
         )
+        if len(values) >= 20:  # growth, not the swing of a vacuum truncating the table's end
+            first, last = statistics.median(values[:10]), statistics.median(values[-10:])
+            lines.append(
+                f"{key}: the last ten minutes' median {last:.1f} MiB against the ten after the "
+                f"warm-up {first:.1f} MiB: {last / first - 1:+.1%}"
+            )
     claims = [row for row in samples if "claim_p99_ms" in row]
     if len(claims) >= 20:
         for label, first in (

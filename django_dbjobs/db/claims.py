@@ -155,7 +155,12 @@ def claim_sql(model, using: str, build, shape: tuple, values: dict, worker: str,
     sql = _claim_statements.get(key)
     if sql is None:
         columns = ", ".join(connection.ops.quote_name(f.column) for f in model._meta.concrete_fields)
-        sql = f"{claim_mark(model, using)} WHERE id IN ({pick}) RETURNING {columns}"
+        # PostgreSQL: ARRAY() runs the pick once. As ``id IN (<pick>)`` the planner may make a
+        # nested-loop semi-join that runs the pick again for each row it updates, each run
+        # skipping the rows the last one locked: a claim of 1 took 3 jobs (dead rows and
+        # fresh statistics: tests/test_claim_limit.py). SQLite runs an IN list's query once.
+        picked = f"= ANY(ARRAY({pick}))" if connection.vendor == "postgresql" else f"IN ({pick})"
+        sql = f"{claim_mark(model, using)} WHERE id {picked} RETURNING {columns}"
         if not shape[-1]:  # a filtered QuerySet's: not kept (claim_pick())
             _claim_statements[key] = sql
     return sql, [worker, worker, *params]

@@ -1,5 +1,7 @@
 """What a worker leaves unloaded: code it never runs stays out of its memory (worker_checks.py,
-migration_history.py)."""
+migration_history.py), and memory it freed goes back to the system (heap_trim.py)."""
+
+import sys
 
 import pytest
 from django.core import checks
@@ -27,6 +29,65 @@ def test_a_worker_imports_no_urlconf_no_migrate_command_and_no_other_apps_migrat
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCESSFUL
     assert job.return_value == [], "the worker loaded code it never runs"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_started_worker_no_longer_holds_the_migrations_it_checked(run_jobs):
+    job = enqueue(jobs.loaded, ["django_dbjobs.migrations.0001_initial", "django_dbjobs.migrations"])
+    worker = run_jobs("--burst")
+    assert worker.wait() == 0, worker.output()
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCESSFUL
+    assert job.return_value == ["django_dbjobs.migrations"], "the worker kept the migrations it read"
+
+
+@pytest.mark.django_db
+def test_the_migration_check_keeps_migration_modules_imported_before_it():
+    from django_dbjobs.db import migration_history
+
+    migration_history.disk_migrations()  # as Django's MigrationLoader imports them
+    initial = sys.modules["django_dbjobs.migrations.0001_initial"]
+    migration_history.require_migrated()
+    assert sys.modules["django_dbjobs.migrations.0001_initial"] is initial
+
+
+MIGRATIONS = "django_dbjobs.migrations"
+
+
+def migration_modules() -> list[str]:
+    return [name for name in sys.modules if name.startswith(f"{MIGRATIONS}.")]
+
+
+@pytest.fixture
+def unimported_migrations():
+    """This app's migration modules out of sys.modules, as in a worker's process; put back after."""
+    kept = {name: sys.modules.pop(name) for name in migration_modules()}
+    yield
+    sys.modules.update(kept)
+    for name, module in kept.items():
+        setattr(sys.modules[MIGRATIONS], name.rpartition(".")[2], module)
+
+
+@pytest.mark.django_db
+def test_the_migration_check_forgets_the_migration_modules_it_imported(unimported_migrations):
+    from django_dbjobs.db import migration_history
+
+    migration_history.require_migrated()
+    assert not migration_modules()
+    assert not hasattr(sys.modules[MIGRATIONS], "0001_initial")
+
+
+@pytest.mark.django_db
+def test_migrations_read_ahead_are_forgotten_by_the_check_that_uses_them(unimported_migrations):
+    from django_dbjobs.db import migration_history
+
+    migration_history.read_migrations_ahead()
+    assert f"{MIGRATIONS}.0001_initial" in sys.modules
+    migration_history.require_migrated()
+    assert not migration_modules()
+    migration_history.disk_migrations()  # imported otherwise: kept
+    migration_history.require_migrated()
+    assert f"{MIGRATIONS}.0001_initial" in sys.modules
 
 
 @pytest.mark.django_db

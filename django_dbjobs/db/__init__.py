@@ -34,7 +34,7 @@ from .indexes import (
     UncountedEdgesIndex,
     UniqueKeyIndex,
 )
-from .migration_history import pending_migrations, require_migrated
+from .migration_history import pending_migrations, read_migrations_ahead, require_migrated
 from .row_locks import can_skip_locked, lock_or_skip
 from .support import SQLITE_RECOMMENDED_OPTIONS, ensure_supported
 from .text_values import key_fold, rejects_nul
@@ -73,6 +73,7 @@ __all__ = [
     "lock_or_skip",
     "notify_workers",
     "pending_migrations",
+    "read_migrations_ahead",
     "pks_on_index",
     "rejects_nul",
     "require_migrated",

@@ -15,7 +15,7 @@ from ...schedules.scheduler import Scheduler
 from ..identity import Identity
 from ..leases import heartbeat
 from ..leases.heartbeat import Heartbeat
-from . import supervisor
+from . import heap_trim, supervisor
 from .idle_wait import IdleWaiter
 from .parts import Parts
 
@@ -28,6 +28,7 @@ def check(identity: Identity, outage: Outage) -> None:
     outage.call(lambda: db.require_migrated(identity.using), "checking the database")
     if not supervisor.supervised():  # run_jobs --processes says it once, not once per child
         known_queues.warn_unused(list(identity.queues), identity.using)
+    heap_trim.trim()  # what importing and checking allocated and freed (heap_trim.py)
 
 
 def start(
@@ -78,4 +79,5 @@ def start(
         "on" if scheduler is not None else "off",
         waiter.way,  # the line before says why, if it probes where LISTEN would go through a pooler
     )
+    heap_trim.trim()
     return beat

@@ -46,7 +46,6 @@ def test_default_settings_pass_the_checks():
         ("DBJOBS_LISTEN_DATABASE", ["default"], "dbjobs.E035"),
         ("DBJOBS_LISTEN_DATABASE", {"default": "direct"}, "dbjobs.E035"),  # no such alias
         ("DBJOBS_LISTEN_DATABASE", {"elsewhere": "default"}, "dbjobs.E035"),  # no such worker alias
-        ("DBJOBS_LISTEN_DATABASE", {"default": None}, "dbjobs.E035"),
     ],
 )
 def test_bad_settings_are_reported(settings, setting, value, check_id):
@@ -91,6 +90,11 @@ def test_listen_database_must_be_a_postgresql_alias(settings, monkeypatch):
         else:
             assert ids(errors) == ["dbjobs.E035"]
             assert "PostgreSQL only" in errors[0].msg and "'direct'" in errors[0].msg
+
+
+def test_listen_database_none_for_a_worker_alias_means_its_own(settings):
+    settings.DBJOBS_LISTEN_DATABASE = {"default": None}  # as conf.py says: that alias's own
+    assert "dbjobs.E035" not in ids(check_settings())
 
 
 def test_default_queue_must_be_in_the_queue_list(settings):

@@ -128,3 +128,16 @@ def test_the_handshake_keeps_what_else_it_hears_and_others_ignore_its_payload():
     finally:
         bystander.close()
         listening.close()
+
+
+def test_a_reconnection_that_fails_the_handshake_pauses_and_tries_again(alias):
+    """Once it has heard (a first session passed), a handshake not heard on a reconnection is
+    a slow server, not a pooler: the connection pauses and is tried again, never given up."""
+    listen = Listen(alias("elsewhere", "postgres"), own="default", claims_allowed=False)
+    listen.states.sessions = 1  # as if its first session had heard
+    try:
+        assert listen.connect() is False
+        assert not listen.unheard and listen.connection is None
+        assert listen.retry_in() > 0, "paused, to be tried again"
+    finally:
+        listen.close()

@@ -97,6 +97,8 @@ def _listen_alias_problems(worker, alias) -> list[str]:
     where = "" if worker is None else f" for {worker!r}"
     if worker is not None and (not isinstance(worker, str) or worker not in connections.settings):
         return [f"has a key {worker!r}, which is not an alias in DATABASES"]
+    if alias is None and worker is not None:  # that alias's workers LISTEN on their own
+        return []
     if not isinstance(alias, str) or alias not in connections.settings:
         return [f"names {alias!r}{where}, which is not an alias in DATABASES"]
     if connections[alias].vendor != "postgresql":

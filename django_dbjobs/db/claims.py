@@ -143,9 +143,9 @@ def claim_mark(model, using: str) -> str:
 def claim_sql(model, using: str, build, shape: tuple, values: dict, worker: str, limit: int):
     """The claim's first statement: (SQL, parameters).
 
-    PostgreSQL and SQLite: the whole claim, ``UPDATE ... WHERE id IN (<pick>)
-    RETURNING``. MySQL/MariaDB (no UPDATE ... RETURNING): the pick of every column;
-    claim_jobs() marks the rows after it.
+    PostgreSQL and SQLite: the whole claim, ``UPDATE ... WHERE id = ANY(ARRAY(<pick>))
+    RETURNING`` (SQLite: ``WHERE id IN (<pick>)``). MySQL/MariaDB (no UPDATE ...
+    RETURNING): the pick of every column; claim_jobs() marks the rows after it.
     """
     connection = connections[using]
     if connection.vendor == "mysql":

@@ -25,7 +25,7 @@ POSTGRESQL_HOLDERS = f"""
    FROM pg_stat_activity
   WHERE (datname = current_database() OR datid IS NULL) AND pid <> pg_backend_pid()
     AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
-    AND usesysid IS NOT NULL AND leader_pid IS NULL
+    AND usesysid IS NOT NULL AND (leader_pid IS NULL OR backend_xid IS NOT NULL)
   ORDER BY 10 DESC, xact_start LIMIT {MAX_HOLDERS})
 UNION ALL
 (SELECT 'prepared', NULL, '', owner, '', '', EXTRACT(EPOCH FROM clock_timestamp() - prepared)::float8,
@@ -60,7 +60,8 @@ SELECT 'session', t.trx_mysql_thread_id, '', p.USER, p.HOST,
   FROM information_schema.INNODB_TRX t
   LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
  WHERE t.trx_mysql_thread_id <> CONNECTION_ID()
-   AND (t.trx_isolation_level NOT IN ('READ COMMITTED', 'READ UNCOMMITTED') OR p.COMMAND = 'Query')
+   AND (t.trx_isolation_level NOT IN ('READ COMMITTED', 'READ UNCOMMITTED')
+        OR p.COMMAND IN ('Query', 'Execute', 'Fetch'))
  ORDER BY held DESC LIMIT {MAX_HOLDERS}
 """
 # MariaDB counts the history list in a status variable, always; MySQL 8 only in a metric

@@ -153,7 +153,12 @@ class Listen:
             if (pooled or self.using != self.own) and not hears_own_notifies(
                 connection, self.own, CHANNEL, lambda payload: _count(self._heard, payload)
             ):
-                self.unheard = True  # UNLISTEN sent, and closed
+                if self.sessions:  # it heard before: a slow server, not a pooler; try again later
+                    self._give_up(
+                        None, TimeoutError("its own NOTIFY was not heard"), self.states.open_failed()
+                    )
+                    return False
+                self.unheard = True  # UNLISTEN sent, and closed: never heard, the caller probes
                 return False
             connection.connection.add_notify_handler(self._heard_during_query)
         except Exception as exc:  # noqa: BLE001 - a receiver or the server: try again later

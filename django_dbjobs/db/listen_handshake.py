@@ -55,6 +55,8 @@ def hears_own_notifies(
     token = HANDSHAKE_PREFIX + secrets.token_hex(8)
     with sender.cursor() as cursor:
         cursor.execute("SELECT pg_notify(%s, %s)", [channel, token])
+    if not sender.get_autocommit():  # AUTOCOMMIT False in its settings: delivered on commit
+        sender.commit()
     pgconn = connection.connection.pgconn
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as selector:  # poll() or epoll: any descriptor number

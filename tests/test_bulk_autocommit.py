@@ -36,8 +36,13 @@ def commits(monkeypatch):
 
 @pytest.fixture
 def statements():
-    """The SQL of every statement run through Django's cursor (COPY is not one: see copy_rows)."""
+    """The SQL of every statement run through Django's cursor (COPY is not one: see copy_rows).
+
+    The connection is opened first: a fresh one's own set-up (MySQL's SET SESSION
+    TRANSACTION ISOLATION LEVEL) is not the call's.
+    """
     seen = []
+    connection.ensure_connection()
     with connection.execute_wrapper(lambda execute, sql, *rest: seen.append(sql) or execute(sql, *rest)):
         yield seen
 

@@ -1,8 +1,8 @@
 """Background jobs and cron schedules for Django, stored in your database.
 
 Public API: ``job``, ``enqueue``, ``aenqueue``, ``prepare``, ``bulk_enqueue``,
-``enqueue_many``, ``current_job``, ``batch``, ``after``. Imported lazily so ``import django_dbjobs`` works
-before Django's apps are ready.
+``enqueue_many``, ``current_job``, ``ResumeLater``, ``batch``, ``after``. Imported lazily so
+``import django_dbjobs`` works before Django's apps are ready.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ _EXPORTS = {
     "bulk_enqueue": "enqueuing",
     "enqueue_many": "enqueuing",
     "current_job": "context",
+    "ResumeLater": "exceptions",
     "batch": "workflows",
     "after": "workflows",
 }
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from .enqueuing import enqueue_many as enqueue_many
     from .enqueuing import job as job
     from .enqueuing import prepare as prepare
+    from .exceptions import ResumeLater as ResumeLater
     from .workflows import after as after
     from .workflows import batch as batch
 

@@ -20,6 +20,8 @@ DEFAULTS = {
     "RETRY_BACKOFF_MAX": 3600.0,
     # Largest JSON payload (args + kwargs) accepted by enqueue(), in bytes.
     "MAX_PAYLOAD_BYTES": 1_048_576,
+    # Largest state current_job().checkpoint() stores, as JSON, in bytes.
+    "MAX_CHECKPOINT_BYTES": 65_536,
     # Seconds an idle worker waits between checks for due jobs.
     "POLL_INTERVAL": 1.0,
     # Most jobs a worker claims beyond its free threads. The prefetch adapts: about as

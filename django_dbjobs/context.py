@@ -21,7 +21,9 @@ def current_job() -> Job | None:
 @contextlib.contextmanager
 def running(job: Job) -> Iterator[None]:
     token = _current.set(job)
+    job._running = True  # progress() and checkpoint() are for the job's own code (models/long_work.py)
     try:
         yield
     finally:
+        job._running = False
         _current.reset(token)

@@ -48,6 +48,20 @@ class InvalidSchedule(DbJobsError, ValueError):
     """A schedule's cron expression, timezone, job or options are invalid."""
 
 
+class ResumeLater(BaseException):
+    """Raised by a job to hand itself back: READY again, its attempt not charged, its checkpoint kept.
+
+    What a long job does when its worker is stopping (``current_job().stopping``, a
+    deploy's SIGTERM) once it has stored its place with ``current_job().checkpoint()``:
+    another worker carries on from there (``current_job().resume``) after `delay` seconds.
+    A BaseException, so that ``except Exception`` in the job does not swallow it.
+    """
+
+    def __init__(self, delay: float = 0.0):
+        super().__init__(delay)
+        self.delay = delay
+
+
 class JobInterrupted(BaseException):
     """Raised in a running job by its worker: the base of JobTimeout and JobCancelled.
 

@@ -557,3 +557,6 @@ def cancels_itself():
     from django_dbjobs.exceptions import JobCancelled
 
     raise JobCancelled("the job saw it was not wanted")
+
+
+from tests import long_jobs  # noqa: E402, F401 - its jobs are registered wherever these are

@@ -54,6 +54,7 @@ AFTER_INITIAL = [
     "0003_cause_and_live_job_indexes",
     "0004_failure_causes_of_old_dead_letters",
     "0005_job_table_autovacuum",
+    "0006_progress_and_checkpoint",
 ]
 
 
@@ -121,7 +122,7 @@ def test_a_database_the_old_migrations_made_needs_nothing_runs_jobs_and_unapplie
     assert migration_history.missing_replaced_migrations() == []
     # Only the new ones workers need: 0003 only adds an index, 0004 only fills in causes,
     # 0005 only sets autovacuum.
-    assert db.pending_migrations() == [f"{APP}.{AFTER_INITIAL[0]}"]
+    assert db.pending_migrations() == [f"{APP}.{AFTER_INITIAL[0]}", f"{APP}.{AFTER_INITIAL[4]}"]
     call_command("migrate", APP, "0001_initial", skip_checks=False, verbosity=0)  # checks pass, nothing to do
     assert recorded() == EVERY_OLD_MIGRATION
     assert_same_schema(schema(), made_by_old)

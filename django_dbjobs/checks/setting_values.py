@@ -109,6 +109,13 @@ NUMBER_RULES = [
         "The default is 1048576 (1 MiB).",
         "E009",
     ),
+    (
+        "MAX_CHECKPOINT_BYTES",
+        lambda v: _integer(v) and v >= 1,
+        "must be a positive integer (bytes)",
+        "The default is 65536 (64 KiB).",
+        "E036",
+    ),
 ]
 
 

@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from .. import db
 from .ids import new_id
 from .job_outcomes import JobOutcomes
+from .long_work import LongWork, ProgressHandle
 from .queryset import JobQuerySet
 from .states import CLAIM_ORDER, MAX_PRIORITY, MIN_PRIORITY, Blocked, Isolation, JobStatus
 
@@ -22,6 +23,7 @@ __all__ = [
     "Job",
     "JobQuerySet",
     "JobStatus",
+    "ProgressHandle",
 ]
 
 #: Longest concurrency key, and the highest concurrency limit.
@@ -29,7 +31,7 @@ MAX_CONCURRENCY_KEY = 200
 MAX_CONCURRENCY_LIMIT = 1000
 
 
-class Job(JobOutcomes, models.Model):
+class Job(JobOutcomes, LongWork, models.Model):
     """A job to run, running, or finished; FAILED jobs are the dead letters."""
 
     id = models.CharField(_("id"), max_length=36, primary_key=True, default=new_id, editable=False)
@@ -180,6 +182,29 @@ class Job(JobOutcomes, models.Model):
         db_default=False,
         editable=False,
         help_text=_("Other jobs wait for this one."),
+    )
+
+    progress_state = models.JSONField(
+        _("progress"),
+        null=True,
+        blank=True,
+        default=None,
+        editable=False,
+        help_text=_(
+            "What the job last reported with current_job().progress(): done, total, note, rate; "
+            "kept after it ends."
+        ),
+    )
+    checkpoint_state = models.JSONField(
+        _("checkpoint"),
+        null=True,
+        blank=True,
+        default=None,
+        editable=False,
+        help_text=_(
+            "The state the job last stored with current_job().checkpoint(); a later run of it "
+            "carries on from there (current_job().resume)."
+        ),
     )
 
     objects = JobQuerySet.as_manager()

@@ -107,8 +107,7 @@ def _run(
                     # Two plain calls, not a nullcontext(): its Python __exit__ would be one more
                     # place for a timeout interruption to land after the job returned.
                     if savepoint:
-                        with transaction.atomic(using=job._state.db):
-                            result = async_jobs.call(registered, job)
+                        result = _in_savepoint(registered, job)
                     else:
                         result = async_jobs.call(registered, job)
                     returned = True
@@ -134,6 +133,21 @@ def _run(
             return JobStatus.SUCCESSFUL
         return store_success(job, worker, result, outage)
     return record_failure(job, worker, without_worker_frames(failure), registered, outage)
+
+
+def _in_savepoint(registered, job: Job) -> Any:
+    """Call the job in a savepoint (testing.run_jobs()); a failure rolls back its writes.
+
+    But not a checkpoint it stored outside transactions of its own: in a worker that one
+    was written in autocommit, and its next attempt resumes from it.
+    """
+    try:
+        with transaction.atomic(using=job._state.db):
+            return async_jobs.call(registered, job)
+    except BaseException:
+        if job._checkpoint_depth == 1:  # written in the savepoint alone
+            job._owned(job.worker).update(checkpoint_state=job.checkpoint_state)
+        raise
 
 
 def record_failure(

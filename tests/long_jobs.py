@@ -1,6 +1,12 @@
 """Long jobs the tests run (progress, checkpoints): imported by tests/jobs.py, so workers know them."""
 
+import asyncio
+import time
+
+from django.db import transaction
+
 from django_dbjobs import current_job, job
+from tests import jobs
 
 
 @job(max_attempts=3)
@@ -28,3 +34,51 @@ NOT_JSON = {"nan": float("nan"), "int key": {1: "x"}, "object": object()}
 @job(max_attempts=1)
 def checkpoint_not_json(kind: str):
     return current_job().checkpoint(NOT_JSON[kind])
+
+
+@job(max_attempts=1)
+def count_with_progress(seconds: float, fail: bool = False, every: float = 0.001):
+    """Report progress every `every` seconds for `seconds` (1000 times a second by default);
+    fail at the end when asked."""
+    me = current_job()
+    done, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        done += 1
+        me.progress(done, total=None, note=f"item {done}")
+        time.sleep(every)
+    me.progress(done, total=done, note="last")
+    if fail:
+        raise RuntimeError(f"failed after {done} items")
+    return done
+
+
+@job(max_attempts=1)
+async def async_count_with_progress(count: int):
+    """progress() from an async def job: `count` reports, the last one kept."""
+    for done in range(1, count + 1):
+        current_job().progress(done, total=count, note="async")
+        await asyncio.sleep(0)
+    return count
+
+
+@job(max_attempts=1)
+def hold_own_row(seconds: float, value: str):
+    """Checkpoint inside a transaction held `seconds` (its row stays locked), with progress pending."""
+    me = current_job()
+    with transaction.atomic():
+        me.progress(1, total=3, note="checkpointed")
+        me.checkpoint({"at": 1})
+        me.progress(2, total=3, note="holding the row")
+        jobs.record(f"locked:{value}")
+        time.sleep(seconds)
+    me.progress(3, total=3, note="done")
+    return value
+
+
+@job(max_attempts=2)
+def report_then_end(fail: bool):
+    """Report progress, then succeed or fail (its first attempt is retried)."""
+    current_job().progress(7, note="ending")
+    if fail:
+        raise RuntimeError("failed after reporting")
+    return 7

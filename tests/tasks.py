@@ -180,3 +180,33 @@ if task is not None:
     @task(takes_context=True)
     def checks_its_context(context, attempt):
         assert isinstance(context, TaskContext) and context.attempt == attempt
+
+    @task(takes_context=True)
+    def reports_progress(context, count):
+        """The context's long-work extras (backend/task_context.py), from a task."""
+        for done in range(1, count + 1):
+            context.progress(done, total=count, note="task")
+        stored = context.checkpoint({"done": count})
+        return {
+            "job": context.job.pk,
+            "stored": stored,
+            "resume": context.resume,
+            "stopping": context.stopping,
+            "done": context.progress.done,
+            "is_context": isinstance(context, TaskContext),
+        }
+
+    @task(takes_context=True)
+    async def async_reports_progress(context, count):
+        for done in range(1, count + 1):
+            context.progress(done, total=count, note="async task")
+            await asyncio.sleep(0)
+        stored = await context.acheckpoint({"done": count})
+        return {"job": context.job.pk, "stored": stored, "resume": context.resume, "done": context.progress.done}
+
+    @task(takes_context=True)
+    def keeps_its_context(context):
+        """Return nothing: the test calls the context kept after the task ended."""
+        kept_contexts.append(context)
+
+    kept_contexts: list = []

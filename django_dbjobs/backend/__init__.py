@@ -40,6 +40,7 @@ from .compat import (
     task_started,
 )
 from .results import copy_task, task_result
+from .task_context import JobTaskContext
 from .task_job import OPTIONS, DatabaseTask, TaskJob
 
 logger = logging.getLogger("django_dbjobs")
@@ -48,6 +49,7 @@ __all__ = [
     "DatabaseBackend",
     "DatabaseTask",
     "InvalidTask",
+    "JobTaskContext",
     "TaskResultDoesNotExist",
     "TaskResultMismatch",
     "TaskResultStatus",

@@ -12,8 +12,9 @@ from django.utils import timezone
 from ..models import Job, JobStatus
 from ..registry.registered import JobOptions, RegisteredJob
 from ..signals import send
-from .compat import Task, TaskContext, task_finished, task_started
+from .compat import Task, task_finished, task_started
 from .results import task_result
+from .task_context import JobTaskContext
 
 if TYPE_CHECKING:
     from . import DatabaseBackend
@@ -78,7 +79,7 @@ class TaskJob(RegisteredJob):
     def run(self, job: Job) -> Any:
         result = task_result(job, self.task, self.backend.alias)
         send(task_started, sender=type(self.backend), task_result=result)
-        args = (TaskContext(task_result=result), *job.args) if self.task.takes_context else job.args
+        args = (JobTaskContext(task_result=result), *job.args) if self.task.takes_context else job.args
         return self.task.func(*args, **job.kwargs)  # a coroutine for an async task: see RegisteredJob.run()
 
     def finished(self, job: Job, status: str, failure: BaseException | None) -> None:

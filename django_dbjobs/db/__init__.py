@@ -34,6 +34,7 @@ from .indexes import (
     UncountedEdgesIndex,
     UniqueKeyIndex,
 )
+from .lock_waits import never_waiting
 from .migration_history import pending_migrations, read_migrations_ahead, require_migrated
 from .row_locks import can_skip_locked, lock_or_skip
 from .support import SQLITE_RECOMMENDED_OPTIONS, ensure_supported
@@ -69,6 +70,7 @@ __all__ = [
     "idle_check_steps",
     "is_lock_conflict",
     "named_listen_alias",
+    "never_waiting",
     "key_fold",
     "lock_or_skip",
     "notify_workers",

@@ -51,27 +51,50 @@ def finish_successes(model, using: str, worker: str, done: list, without_depende
 
 
 def _success_update(connection, model, worker: str, done: list, without_dependents: bool) -> tuple[str, list]:
-    """The UPDATE of finish_successes(), and its parameters."""
+    """The UPDATE of finish_successes(), and its parameters.
+
+    A job's last progress report not stored yet (LongWork.final_progress()) is stored
+    with its outcome, in the same statement.
+    """
     vendor = connection.vendor
     table = connection.ops.quote_name(model._meta.db_table)
-    params: list = []
-    value_sql = "NULL"
+    cast = "::jsonb" if vendor == "postgresql" else ""
+    set_params: list = []
     values = [(job.pk, value) for job, value in done if value is not None]
-    if values:
-        cast = "::jsonb" if vendor == "postgresql" else ""
-        value_sql = "CASE id " + " ".join([f"WHEN %s THEN %s{cast}"] * len(values)) + " ELSE NULL END"
-        for pk, value in values:
-            params += [pk, json.dumps(value)]
+    value_sql = _json_by_id(values, cast, set_params, "NULL")
+    reports = [(job.pk, final["progress_state"]) for job, _value in done if (final := job.final_progress())]
+    progress_sql = ""
+    if reports:
+        progress_sql = ", progress_state = " + _json_by_id(reports, cast, set_params, "progress_state")
     pairs = ", ".join(["(%s, %s)"] * len(done))
+    where_params: list = [worker]
+    by_key = ""
+    if vendor == "mysql":
+        # The ids alone too: InnoDB then reads these rows by primary key. Left to pick the
+        # running-jobs index, it locks every running job of this worker as it scans them,
+        # and waits for one whose own transaction holds its row (a checkpoint() in
+        # transaction.atomic()): every success of the worker would wait with it.
+        by_key = f" AND id IN ({', '.join(['%s'] * len(done))})"
+        where_params += [job.pk for job, _value in done]
     for job, _value in done:
-        params += [job.pk, job.pickups]
+        where_params += [job.pk, job.pickups]
     sql = (
         f"UPDATE {table} SET status = 'SUCCESSFUL', finished_at = {NOW_SQL[vendor]},"
-        f" active_key = NULL, isolation = '', return_value = {value_sql}"
-        f" WHERE worker = %s AND status = 'RUNNING' AND (id, pickups) IN ({pairs})"
+        f" active_key = NULL, isolation = '', return_value = {value_sql}{progress_sql}"
+        f" WHERE worker = %s AND status = 'RUNNING'{by_key} AND (id, pickups) IN ({pairs})"
         + (" AND has_dependents = FALSE" if without_dependents else "")
     )
-    return sql, [*params[: 2 * len(values)], worker, *params[2 * len(values) :]]
+    return sql, [*set_params, *where_params]
+
+
+def _json_by_id(values: list, cast: str, params: list, default: str) -> str:
+    """``CASE id WHEN ... THEN <json> ... ELSE <default> END`` for (id, JSON data) pairs; its
+    parameters are added to `params`."""
+    if not values:
+        return default
+    for pk, value in values:
+        params += [pk, json.dumps(value)]
+    return "CASE id " + " ".join([f"WHEN %s THEN %s{cast}"] * len(values)) + f" ELSE {default} END"
 
 
 def finish_workflow_successes(model, using: str, worker: str, done: list) -> dict:

@@ -113,6 +113,9 @@ class BulkOutcomes:
             won = self._finish_successes(using, worker, done)
         for job, value in done:
             job.status, job.return_value, job.active_key = JobStatus.SUCCESSFUL, value, None
+            stored = job.pending_progress()  # with its outcome (db/completions.py)
+            if stored is not None and job.pk in won:
+                job.mark_progress_stored(stored)
         return [job for job, _value in done if job.pk in won]
 
     def _finish_successes(self, using: str, worker: str, done: list[tuple[Job, Any]]) -> set:

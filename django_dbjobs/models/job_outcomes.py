@@ -112,6 +112,7 @@ class JobOutcomes:
             active_key=None,
             isolation=Isolation.NONE,
             blocked=done_if_keyed(),
+            **self.final_progress(),
         )
 
     def mark_for_retry(self, worker: str, error: dict, delay: float) -> bool:
@@ -129,6 +130,7 @@ class JobOutcomes:
             last_error=error["summary"],
             isolation=Isolation.NONE,
             blocked=blocked_again(),
+            **self.final_progress(),
         ):
             return True
         return self._cancelled_instead(self._owned(worker), cancelling.RETRY, refund=False, before=(error,))
@@ -151,6 +153,7 @@ class JobOutcomes:
             isolation=Isolation.NONE,
             blocked=done_if_keyed(),
             **refund,
+            **self.final_progress(),
         )
         if won and unstarted:
             self.attempts, self.worker_ids = self.attempts - 1, self.worker_ids[:-1]

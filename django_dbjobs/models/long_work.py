@@ -119,10 +119,23 @@ class LongWork:
         if pending is None:
             return False
         if self._owned(self.worker).update(progress_state=pending.as_record()):
-            self._progress_written = pending
-            self.progress_state = pending.as_record()
+            self.mark_progress_stored(pending)
             return True
         return False
+
+    def mark_progress_stored(self, report: Progress) -> None:
+        """Note that `report` is stored with the job (by whichever write stored it)."""
+        self._progress_written = report
+        self.progress_state = report.as_record()
+
+    def final_progress(self) -> dict[str, Any]:
+        """The outcome write's change storing this run's newest report, if not stored yet ({}: none).
+
+        The outcome's UPDATE carries it (models/job_outcomes.py): a job's last report is
+        kept after it ends, at no extra query.
+        """
+        pending = self.pending_progress()
+        return {} if pending is None else {"progress_state": pending.as_record()}
 
     def checkpoint(self, state: Any) -> bool:
         """Store `state` (JSON data) with this job now; a later run of it reads it as ``resume``.
@@ -155,8 +168,7 @@ class LongWork:
         # savepoint alone (a worker's, in autocommit, outlives a failure: execution.py).
         self._checkpoint_depth = len(connections[self._state.db or "default"].atomic_blocks)
         if pending is not None:
-            self._progress_written = pending
-            self.progress_state = changes["progress_state"]
+            self.mark_progress_stored(pending)
         return True
 
     async def acheckpoint(self, state: Any) -> bool:

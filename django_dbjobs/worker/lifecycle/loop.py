@@ -171,6 +171,7 @@ class Worker:
             self._pruner.prune_if_due()
             deadlines.enforce(self._job_stuck)
             self.parts.cancels.check_if_due()
+            self.parts.progress.write_if_due()
             if supervisor.gone(self._parent) and not self._stopping:
                 logger.warning("Worker's supervisor is gone id=%s: stopping", self.id)
                 self.stop()

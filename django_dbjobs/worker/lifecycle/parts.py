@@ -23,6 +23,7 @@ from ..leases.reconcile import Reconciler
 from ..running import deadlines
 from ..running.cancel_watch import CancelWatch
 from ..running.job_threads import JobThreads
+from ..running.progress_writer import ProgressWriter
 from ..running.success_batch import SuccessBatch
 from .wake_event import WakeEvent
 
@@ -44,6 +45,7 @@ class Parts:
     claimer: Claimer
     admitter: Admitter
     cancels: CancelWatch
+    progress: ProgressWriter
     reconciler: Reconciler
     #: Stuck jobs with a concurrency key, recorded at the end of the shutdown (stuck.py).
     stuck: list = field(default_factory=list)
@@ -97,6 +99,7 @@ def assemble(
     queues = identity.queues or None
     admitter = Admitter(identity.using, outage, lambda: Scope(queues, paused.names))
     cancels = CancelWatch(identity, held, outage, lease)
+    progress = ProgressWriter(identity, held, outage)
     reconciler = Reconciler(identity, outage, held=held, pending=acks.pending_ids)
     return Parts(
         identity,
@@ -112,5 +115,6 @@ def assemble(
         claimer,
         admitter,
         cancels,
+        progress,
         reconciler,
     )

@@ -34,9 +34,11 @@ def shut_down(parts: Parts, grace: float) -> None:
             break
         acks.flush(force=True)  # successes are stored as they finish, not when the grace ends
         parts.cancels.check_if_due()  # a job cancelled now stops now, not at the end of the grace
+        parts.progress.write_if_due()
         wake.wait(min(0.1, max(deadline - time.monotonic(), 0)))
         wake.clear()
     acks.flush(force=True)
+    parts.progress.write_now()  # what the jobs given back reported last is kept with them
     for job in held.all():
         if job.concurrency_key is not None:
             # Given back, its slot goes to the next job of its key: this run must not go on.

@@ -1,6 +1,6 @@
 import time
 
-from django_dbjobs import job
+from django_dbjobs import current_job, job
 
 
 @job
@@ -40,3 +40,15 @@ def keyed_noop(key):
 @job
 def batch_done(batch):
     return batch["total"]
+
+
+@job
+def count_for(seconds: float, report: bool):
+    """Count for `seconds`, every millisecond; with `report`, report progress at each (bench/progress.py)."""
+    me, done, end = current_job(), 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        done += 1
+        if report:
+            me.progress(done, note=f"item {done}")
+        time.sleep(0.001)
+    return done

@@ -202,7 +202,12 @@ if task is not None:
             context.progress(done, total=count, note="async task")
             await asyncio.sleep(0)
         stored = await context.acheckpoint({"done": count})
-        return {"job": context.job.pk, "stored": stored, "resume": context.resume, "done": context.progress.done}
+        return {
+            "job": context.job.pk,
+            "stored": stored,
+            "resume": context.resume,
+            "done": context.progress.done,
+        }
 
     @task(takes_context=True)
     def keeps_its_context(context):

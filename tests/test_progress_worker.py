@@ -5,7 +5,6 @@ import signal
 import time
 
 import pytest
-
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 

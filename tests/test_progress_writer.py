@@ -136,4 +136,5 @@ def test_a_row_held_by_another_transaction_is_skipped_at_once_and_written_next_t
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA busy_timeout")
-            assert cursor.fetchone()[0] > 0
+            timeout = connection.settings_dict["OPTIONS"].get("timeout", 5)
+            assert cursor.fetchone()[0] == int(timeout * 1000) > 0

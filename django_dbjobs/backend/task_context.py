@@ -1,4 +1,4 @@
-"""JobTaskContext: the TaskContext a task with ``takes_context=True`` receives, with the job's long-work extras."""
+"""JobTaskContext: the TaskContext of ``takes_context=True`` tasks, with the job's long-work extras."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class JobTaskContext(TaskContext):
 
     @property
     def progress(self) -> ProgressHandle:
-        """Call it to report (``context.progress(40, total=100, note="users")``); read it for the newest report."""
+        """Call it to report (``context.progress(40, total=100)``); read it for the newest report."""
         return self.job.progress
 
     def checkpoint(self, state: Any) -> bool:

@@ -13,7 +13,8 @@ def never_waiting(using: str) -> Iterator[None]:
     """Make a write on `using` fail at once ("database is locked") rather than wait for a lock.
 
     SQLite only, where a transaction writing anywhere holds the whole database: its busy
-    timeout (DBJOBS's recommended 20 s) is set to 0 for the block, then put back.
+    timeout (the recommended 20 s, SQLITE_RECOMMENDED_OPTIONS) is set to 0 for the block,
+    then put back.
     PostgreSQL and MySQL/MariaDB lock rows: there the caller skips the locked ones
     (lock_or_skip()) and so never waits, and nothing changes here.
     """
@@ -21,14 +22,13 @@ def never_waiting(using: str) -> Iterator[None]:
     if connection.vendor != "sqlite":
         yield
         return
-    connection.ensure_connection()
+    # What Django gave sqlite3.connect() (its default: 5 s), put back after: no PRAGMA to read it.
+    busy = int(float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 5)) * 1000)
     with connection.cursor() as cursor:
-        cursor.execute("PRAGMA busy_timeout")
-        (before,) = cursor.fetchone()
         cursor.execute("PRAGMA busy_timeout = 0")
     try:
         yield
     finally:
         if connection.connection is not None:  # not closed by an outage meanwhile
             with connection.cursor() as cursor:
-                cursor.execute(f"PRAGMA busy_timeout = {int(before)}")
+                cursor.execute(f"PRAGMA busy_timeout = {busy}")

@@ -22,6 +22,7 @@ from . import unknown_jobs
 from .flow_status import FlowStatus, read_flow
 from .long_transactions import LongTransactions, read_long_transactions
 from .queue_stats import QueueRow, queue_rows
+from .running_jobs import RunningJobs, read_running_jobs
 from .unknown_jobs import UnknownName
 from .workflow_status import WorkflowStatus, read_workflows
 
@@ -46,6 +47,8 @@ class Status:
     causes: list[Cause] = field(default_factory=list)
     #: Who holds back the cleanup of dead rows (read for dbjobs_status only).
     long_transactions: LongTransactions | None = None
+    #: The longest running jobs and their progress (read for dbjobs_status only).
+    running: RunningJobs | None = None
 
     @property
     def serving(self) -> list[WorkerProcess]:
@@ -99,6 +102,7 @@ class Status:
             "workflows": self.workflows.as_json(self.checked_at),
             "failure_causes": [cause.as_json() for cause in self.causes],
             "oldest_transaction": self.long_transactions.as_json() if self.long_transactions else None,
+            "running_jobs": self.running.as_json(self.checked_at) if self.running else None,
             "workers": {
                 "live": len(self.workers),
                 "threads": sum(worker.concurrency for worker in self.workers),
@@ -123,13 +127,15 @@ def read_status(
     hand_backs: bool = True,
     with_causes: bool = False,
     long_transaction_after: float | None = None,
+    with_running: bool = False,
 ) -> Status:
     """The queues (all, or those named) and the live workers, by the database clock.
 
     With `hand_backs` False, the jobs handed back as unknown are neither counted nor named
     (queue_stats.queue_rows()): what the database gauges leave out to read no job row.
     With `with_causes`, the most frequent causes of the dead letters too (dbjobs_status); with
-    `long_transaction_after`, the transactions holding back the cleanup of dead rows.
+    `long_transaction_after`, the transactions holding back the cleanup of dead rows; with
+    `with_running`, the longest running jobs and their progress (operations/running_jobs.py).
     """
     rows = queue_rows(using, hand_backs)
     dead_letters = with_causes and any(row.failed for row in rows)
@@ -141,6 +147,9 @@ def read_status(
     handed_back = [row.name for row in rows if row.handed_back]
     unknown = unknown_jobs.waiting(using, handed_back) if handed_back else []
     flow = read_flow(using, queues or None)
+    running = None
+    if with_running:
+        running = read_running_jobs(using, queues or None, sum(row.running for row in rows))
     return Status(
         database_clock(using),
         rows,
@@ -154,6 +163,7 @@ def read_status(
         long_transactions=(
             None if long_transaction_after is None else read_long_transactions(using, long_transaction_after)
         ),
+        running=running,
     )
 
 

@@ -42,6 +42,8 @@ def table(status: Status) -> list[str]:
             text.append(f"  {cause.count:>6}  {cause.fingerprint or '(none)':16}  {cause.summary[:100]}")
     if status.long_transactions is not None:
         text.extend(status.long_transactions.lines())
+    if status.running is not None:
+        text.extend(status.running.lines(status.checked_at))
     threads = sum(worker.concurrency for worker in status.workers)
     text.append(f"Live workers: {len(status.workers)} ({threads} job threads)")
     for worker in status.workers:

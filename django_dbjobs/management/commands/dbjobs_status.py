@@ -77,7 +77,11 @@ class Command(BaseCommand):
         try:
             with saying_to_migrate(using):
                 status = read_status(
-                    queues or None, using=using, with_causes=True, long_transaction_after=after
+                    queues or None,
+                    using=using,
+                    with_causes=True,
+                    long_transaction_after=after,
+                    with_running=True,
                 )
         except (DatabaseError, InterfaceError) as exc:
             raise CommandError(

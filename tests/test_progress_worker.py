@@ -7,6 +7,7 @@ import time
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from django_dbjobs import db, enqueue
 from django_dbjobs.db.outage import Outage
@@ -107,3 +108,16 @@ def test_an_outcome_written_alone_stores_the_last_report_in_its_update(fail, sta
     assert row.status == status and (row.progress.done, row.progress.note) == (7, "ending")
     writes = [q["sql"] for q in queries if "progress_state" in q["sql"] and q["sql"].startswith("UPDATE")]
     assert len(writes) == 1 and "status" in writes[0]
+
+
+def test_a_job_given_back_at_shutdown_keeps_its_last_report(run_jobs):
+    job = enqueue(long_jobs.count_with_progress, 60)
+    worker = run_jobs("--shutdown-grace", "0")
+    assert wait_for(lambda: Job.objects.get(pk=job.pk).progress_state is not None, timeout=20)
+    time.sleep(0.3)
+    asked = timezone.now()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0
+    row = Job.objects.get(pk=job.pk)
+    assert row.status == JobStatus.READY and row.attempts == 0  # given back, uncharged
+    assert row.progress.at > asked and row.progress.note.startswith("item ")

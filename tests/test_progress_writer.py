@@ -138,3 +138,24 @@ def test_a_row_held_by_another_transaction_is_skipped_at_once_and_written_next_t
             cursor.execute("PRAGMA busy_timeout")
             timeout = connection.settings_dict["OPTIONS"].get("timeout", 5)
             assert cursor.fetchone()[0] == int(timeout * 1000) > 0
+
+
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite has no server connection to lose")
+def test_an_outage_costs_the_loop_one_short_pause_and_the_write_is_made_next_time():
+    writer, (job,) = claimed(1)
+    errors = []
+    writer.outage = Outage("default", on_error=lambda: errors.append(1))
+    report(job, 3)
+    with connection.cursor() as cursor:  # our own session dies, as in an outage
+        try:
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+            else:
+                cursor.execute("KILL CONNECTION_ID()")
+        except Exception:  # noqa: BLE001 - the session ends under the statement
+            pass
+    started = time.monotonic()
+    assert writer.write_now() == 0  # no exception: the loop goes on
+    assert time.monotonic() - started < 2 and errors == [1]
+    assert job.pending_progress() is not None
+    assert writer.write_now() == 1 and stored(job).done == 3

@@ -99,7 +99,8 @@ class BulkOutcomes:
     def finish_successes(self, worker: str, done: list[tuple[Job, Any]]) -> list[Job]:
         """Mark many jobs this worker ran SUCCESSFUL in one UPDATE; return those it still owned.
 
-        Each row is fenced on owner and pickup, as in Job.mark_succeeded(). Jobs of
+        Each row is fenced on owner and pickup, as in Job.mark_succeeded(), and keeps its
+        job's last progress report if it was not stored yet (db/completions.py). Jobs of
         workflows are finished with their bookkeeping (models/settling.py), in the same
         transaction as the others.
         """

@@ -1,8 +1,9 @@
 """Background jobs and cron schedules for Django, stored in your database.
 
 Public API: ``job``, ``enqueue``, ``aenqueue``, ``prepare``, ``bulk_enqueue``,
-``enqueue_many``, ``current_job``, ``ResumeLater``, ``batch``, ``after``. Imported lazily so
-``import django_dbjobs`` works before Django's apps are ready.
+``enqueue_many``, ``current_job``, ``resumable``, ``aresumable``, ``ResumeLater``,
+``batch``, ``after``. Imported lazily so ``import django_dbjobs`` works before Django's
+apps are ready.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ _EXPORTS = {
     "bulk_enqueue": "enqueuing",
     "enqueue_many": "enqueuing",
     "current_job": "context",
+    "resumable": "long_jobs",
+    "aresumable": "long_jobs",
     "ResumeLater": "exceptions",
     "batch": "workflows",
     "after": "workflows",
@@ -38,6 +41,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from .enqueuing import job as job
     from .enqueuing import prepare as prepare
     from .exceptions import ResumeLater as ResumeLater
+    from .long_jobs import aresumable as aresumable
+    from .long_jobs import resumable as resumable
     from .workflows import after as after
     from .workflows import batch as batch
 

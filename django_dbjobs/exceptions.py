@@ -58,8 +58,11 @@ class ResumeLater(BaseException):
     """
 
     def __init__(self, delay: float = 0.0):
+        # Checked here, where the job raises it: a bad delay fails the job with this message.
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay < 10**9:
+            raise ValueError(f"ResumeLater(delay) takes a number of seconds, 0 or more; got {delay!r}.")
         super().__init__(delay)
-        self.delay = delay
+        self.delay = float(delay)
 
 
 class JobInterrupted(BaseException):

@@ -47,7 +47,8 @@ def run_jobs(
     `include_scheduled`, every READY job is due at once (jobs enqueued with a delay,
     and retries, until their attempts are spent). Raises RuntimeError after
     `max_jobs` runs, so a job that enqueues itself cannot loop forever.
-    Returns the jobs run, one entry per attempt, as each attempt left them.
+    A job that hands itself back (raises ResumeLater) runs again once due, uncharged, as on
+    a worker. Returns the jobs run, one entry per run, as each run left them.
 
     A failure is recorded on its job, as a worker records it, and not printed: the
     worker's log lines reach only handlers the project configured. With
@@ -80,7 +81,8 @@ def _run_due(
         if len(ran) >= max_jobs:
             if jobs.due().for_queues(queues).exists():
                 raise RuntimeError(
-                    f"run_jobs() ran {max_jobs} jobs and more are due; does a job enqueue itself?"
+                    f"run_jobs() ran {max_jobs} jobs and more are due; does a job enqueue itself, "
+                    "or hand itself back (raise ResumeLater) every time it runs?"
                 )
             return ran
         with transaction.atomic(using=using):

@@ -559,4 +559,5 @@ def cancels_itself():
     raise JobCancelled("the job saw it was not wanted")
 
 
-from tests import long_jobs  # noqa: E402, F401 - its jobs are registered wherever these are
+# Their jobs are registered wherever these are.
+from tests import long_jobs, resumable_jobs  # noqa: E402, F401

@@ -23,6 +23,7 @@ LAYERS = [
         "observability"
     ],  # run hooks, tracing, failure groups; some parts sit lower or higher (entries of their own)
     ["context"],
+    ["long_jobs"],  # resumable(): walks items in a running job (current_job()), from its checkpoint
     ["flow"],  # concurrency keys, rate limits, cancel requests
     ["enqueuing"],
     ["workflows"],  # batches and dependencies (their bookkeeping: models/settling.py)

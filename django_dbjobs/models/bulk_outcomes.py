@@ -19,19 +19,25 @@ class BulkOutcomes:
     """JobQuerySet's (models/queryset.py) outcome writes of many jobs, each row fenced on owner and pickup."""
 
     def _refund(
-        self, isolate: bool = False, why: str = cancelling.RELEASED, expected: int | None = None
+        self,
+        isolate: bool = False,
+        why: str = cancelling.RELEASED,
+        expected: int | None = None,
+        due_in: float | None = None,
     ) -> tuple[int, dict[str, list]]:
         """Make these jobs READY with their pickup undone: the attempt and its worker id.
 
         With `isolate` (their worker died), each must run alone next time; otherwise
         only a job released while it ran alone keeps waiting to. A job asked to stop is
-        recorded cancelled instead, uncharged, with `why` (models/cancelling.py). Return
-        how many went back READY, and the errors stored for each one cancelled, by id.
+        recorded cancelled instead, uncharged, with `why` (models/cancelling.py). With
+        `due_in`, they are due that many seconds from now (a job handing itself back: ResumeLater).
+        Return how many went back READY, and the errors stored for each one cancelled, by id.
         """
         isolation = Value(Isolation.WAITING)
         if not isolate:
             isolation = Case(When(isolation=Isolation.STARTED, then=isolation), default=F("isolation"))
         using = self._write_db()
+        due = {} if due_in is None else {"run_at": db.seconds_from_now(due_in)}
         with transaction.atomic(using=using):
             # Fenced on no cancel request: one asked meanwhile is left RUNNING, for the next statement.
             ready = self.using(using).filter(cancel_requested_at__isnull=True)
@@ -48,6 +54,7 @@ class BulkOutcomes:
                     default=F("last_error"),
                     output_field=models.TextField(),
                 ),
+                **due,
             )
             if given_back == expected:  # every one went back: none was asked to stop
                 return given_back, {}

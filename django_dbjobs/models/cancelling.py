@@ -28,6 +28,7 @@ from .states import Isolation, JobStatus, done_if_keyed
 RELEASED = "JobCancelled: the job was cancelled; its worker gave it back unfinished"
 RETRY = "JobCancelled: the job was cancelled; its failed attempt is not retried"
 UNSTARTED = "JobCancelled: the job was cancelled before it started"
+HANDED_BACK = "JobCancelled: the job was cancelled; it handed itself back unfinished (ResumeLater)"
 
 
 def worker_lost(worker: str) -> str:

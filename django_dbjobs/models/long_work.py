@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -20,15 +19,20 @@ from django.db import connections
 from .. import db
 from ..conf import settings
 from ..exceptions import PayloadTooLarge
+from . import cancelling
 from .json_values import json_value
 from .progress import Progress, report
+from .states import JobStatus
 
 logger = logging.getLogger("django_dbjobs")
 
-#: Set when the worker of this process is asked to stop (SIGTERM, SIGINT, a stuck job):
-#: what ``current_job().stopping`` reads, so that a long job stores its place and hands
-#: itself back (ResumeLater). Cleared when a worker starts.
-worker_stopping = threading.Event()
+#: The ids of this process's workers asked to stop (SIGTERM, SIGINT, a stuck job, their
+#: supervisor gone): what ``current_job().stopping`` reads, so that a long job stores its
+#: place and hands itself back (ResumeLater). Worker.stop() adds its id, and its run()
+#: takes it out as it starts and once it has stopped. By worker, not one flag for the
+#: process: a worker stopping in a test never tells the jobs of another worker running
+#: beside it, nor those of testing.run_jobs(). (Adding and discarding a string are atomic.)
+stopping_workers: set[str] = set()
 
 
 class ProgressHandle:
@@ -101,7 +105,7 @@ class LongWork:
         A long job that sees it may store its place with checkpoint() and raise ResumeLater:
         it goes back to READY, its attempt not charged, and another worker carries on.
         """
-        return worker_stopping.is_set()
+        return self.worker is not None and self.worker in stopping_workers
 
     def _report_progress(self, done: Any, total: Any, note: Any) -> None:
         self._running_here("progress()")
@@ -174,6 +178,24 @@ class LongWork:
     async def acheckpoint(self, state: Any) -> bool:
         """checkpoint() from an ``async def`` job."""
         return await sync_to_async(self.checkpoint)(state)
+
+    def hand_back(self, worker: str, delay: float) -> str | None:
+        """Give this job back unfinished (it raised ResumeLater): READY in `delay` seconds, its
+        pickup undone, its checkpoint kept.
+
+        Like a release at shutdown, fenced on owner and pickup; one asked to stop is recorded
+        cancelled instead. Return the status written (READY; FAILED: cancelled), or None if
+        `worker` no longer owns it.
+        """
+        given_back, cancelled = self._owned(worker)._refund(why=cancelling.HANDED_BACK, due_in=delay)
+        if self.pk in cancelled:
+            cancelling.mark(self, cancelled[self.pk], refund=True)
+            return JobStatus.FAILED
+        if not given_back:
+            return None
+        self.status, self.worker, self.attempts = JobStatus.READY, None, self.attempts - 1
+        self.worker_ids = self.worker_ids[:-1]
+        return JobStatus.READY
 
     def _running_here(self, what: str) -> None:
         if not self._running:

@@ -10,6 +10,7 @@ from ... import db
 from ...conf import settings
 from ...enqueuing import wakeup
 from ...models import Job
+from ...models.long_work import stopping_workers
 from ...operations.retention import Pruner
 from ...schedules.scheduler import Scheduler
 from ..claiming.prefetch import Prefetch
@@ -93,6 +94,7 @@ class Worker:
     def run(self) -> None:
         """Work until stopped (signal, --burst drained, or --max-jobs reached)."""
         db.ensure_supported(self.using)
+        stopping_workers.discard(self.id)  # current_job().stopping: not until stop()
         signals = StopSignals(self._on_signal)
         signals.install()  # before any thread starts, a job module's included: see stop_signals.py
         try:
@@ -125,6 +127,7 @@ class Worker:
                 deadlines.unsubscribe(self._wake)
                 signals.uninstall()
                 self._wake.close()
+                stopping_workers.discard(self.id)
 
     def _job_stuck(self, armed) -> None:
         """A job ran past its timeout and would not stop: record it, then end this process (stuck.py)."""
@@ -137,6 +140,7 @@ class Worker:
         if self._stopping:
             self._forced.set()
         self._stopping = True
+        stopping_workers.add(self.id)  # its long jobs store their place and hand themselves back
         self._wake.set()
 
     def _on_signal(self, signum: int) -> None:

@@ -15,7 +15,7 @@ from ...conf import settings
 from ...context import running
 from ...db.outage import Outage
 from ...enqueuing import enqueuer_context, validation
-from ...exceptions import JobCancelled, MissingMigrations, UnknownJob
+from ...exceptions import JobCancelled, MissingMigrations, ResumeLater, UnknownJob
 from ...models import Isolation, Job, JobStatus
 from ...models.settling import CANCELLED
 from ...observability import log_fields, run_hooks
@@ -132,6 +132,8 @@ def _run(
             on_success(job, result)
             return JobStatus.SUCCESSFUL
         return store_success(job, worker, result, outage)
+    if isinstance(failure, ResumeLater):
+        return _handed_back(job, worker, failure.delay, outage)
     return record_failure(job, worker, without_worker_frames(failure), registered, outage)
 
 
@@ -139,15 +141,46 @@ def _in_savepoint(registered, job: Job) -> Any:
     """Call the job in a savepoint (testing.run_jobs()); a failure rolls back its writes.
 
     But not a checkpoint it stored outside transactions of its own: in a worker that one
-    was written in autocommit, and its next attempt resumes from it.
+    was written in autocommit, and its next attempt resumes from it. A job handing itself
+    back (ResumeLater) failed at nothing: its writes stay, as a worker's would, beside the
+    checkpoint that says they are done.
     """
     try:
         with transaction.atomic(using=job._state.db):
-            return async_jobs.call(registered, job)
+            try:
+                return async_jobs.call(registered, job)
+            except ResumeLater as exc:
+                handed_back = exc
     except BaseException:
         if job._checkpoint_depth == 1:  # written in the savepoint alone
             job._owned(job.worker).update(checkpoint_state=job.checkpoint_state)
         raise
+    raise handed_back
+
+
+def _handed_back(job: Job, worker: str, delay: float, outage: Outage) -> str | None:
+    """The job raised ResumeLater: READY again in `delay` seconds, uncharged, its checkpoint kept.
+
+    No outcome, as for a job released at shutdown: no job_finished, nothing counted in
+    metrics, no retry. One asked to stop is recorded cancelled instead, and reported so.
+    """
+    status = _write(outage, job, lambda: job.hand_back(worker, delay), "handing back")
+    if status is None:
+        _dropped(job, JobStatus.READY)
+    elif status == JobStatus.FAILED:  # asked to stop: recorded cancelled (models/cancelling.py)
+        finished(job, status)
+        _failed(job, job.errors[-1], None)
+    else:
+        logger.info(
+            "Job handed back to resume later id=%s name=%s attempts=%s delay=%.1fs checkpoint=%s",
+            job.pk,
+            job.name,
+            job.attempts,
+            delay,
+            "stored" if job.checkpoint_state is not None else "none",
+            extra=log_fields.for_job(job),
+        )
+    return status
 
 
 def record_failure(

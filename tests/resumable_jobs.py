@@ -5,6 +5,7 @@ import os
 import time
 
 from django.contrib.auth.models import Group, User
+from django.db.models import F
 
 from django_dbjobs import ResumeLater, aresumable, current_job, job, resumable
 from django_dbjobs.models import Job
@@ -43,6 +44,15 @@ def walk_range(ledger: str, count: int, item_seconds: float, every: int):
 
 
 @job(max_attempts=3)
+async def awalk_range(ledger: str, count: int, item_seconds: float, every: int):
+    """walk_range() for an ``async def`` job, with aresumable()."""
+    async for number in aresumable(range(count), every=every):
+        append(ledger, f"a{number}")
+        await asyncio.sleep(item_seconds)
+    return "walked"
+
+
+@job(max_attempts=3)
 def walk_recorded(
     kind: str,
     count: int = 0,
@@ -52,11 +62,13 @@ def walk_recorded(
     stop_at: int | None = None,
     fail_at: int | None = None,
     item_seconds: float = 0.0,
+    lose_at: int | None = None,
 ):
     """Walk a list ("list") or the USER_PREFIX users ("users") into DBJOBS_TEST_RECORD.
 
     On its first run, after `stop_at` items it plays its worker being asked to stop; on its
-    first attempt, at item `fail_at` (after recording it) it raises.
+    first attempt, at item `fail_at` (after recording it) it raises, and after `lose_at` items
+    it plays a sweep taking it away (its pickup counted up behind its back).
     """
     me = current_job()
     first_run = me.resume is None
@@ -71,6 +83,8 @@ def walk_recorded(
             stopping_workers.add(me.worker)
         if me.attempts == 1 and seen == fail_at:
             raise RuntimeError(f"failed at {value}")
+        if me.attempts == 1 and seen == lose_at:
+            Job.objects.filter(pk=me.pk).update(pickups=F("pickups") + 1)
         time.sleep(item_seconds)
     return seen
 

@@ -84,6 +84,18 @@ def test_the_place_is_also_stored_every_so_many_seconds(record_file):
     assert 20 <= redone < 30, f"the retry started at item {redone}: no checkpoint by time"
 
 
+def test_a_walk_whose_job_was_taken_away_stops_at_the_checkpoint_it_cannot_store(record_file):
+    job = enqueue(resumable_jobs.walk_recorded, "list", kwargs={"count": 500, "every": 100, "lose_at": 130})
+    # In a worker the fence then drops the attempt's outcome; run_jobs() rolls the job's own
+    # writes back (its savepoint), the taking away with them, and stores the failure.
+    run_jobs(include_scheduled=True)
+    expected = [*range(200), *range(100, 500)]  # stopped at 200, carried on from the one at 100
+    assert recorded(record_file) == [str(n) for n in expected]
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.return_value) == (JobStatus.SUCCESSFUL, 2, 400)
+    assert "JobInterrupted: this worker no longer owns the job" in job.errors[0]["summary"]
+
+
 def test_an_async_job_walks_with_aresumable(record_file):
     names = make_users(60)
     users = enqueue(resumable_jobs.awalk_recorded, "users", 60, 25, kwargs={"stop_at": 33})

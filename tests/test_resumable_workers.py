@@ -6,6 +6,7 @@ timeout 1.5 s, sweep every 0.3 s.
 """
 
 import collections
+import signal
 import time
 
 import pytest
@@ -39,6 +40,7 @@ def test_sigterm_hands_the_job_back_uncharged_and_another_worker_carries_on(run_
     first.signal()
     assert first.wait(timeout=GRACE) == 0, first.output()
     stopped_in = time.monotonic() - signalled
+    print(f"stopped {stopped_in:.2f}s after SIGTERM")
     assert stopped_in < 5, f"took {stopped_in:.1f}s to stop: the job did not hand itself back"
     job.refresh_from_db()
     done = len(lines(ledger))
@@ -62,6 +64,41 @@ def test_sigterm_hands_the_job_back_uncharged_and_another_worker_carries_on(run_
     assert sorted(set(ledger_lines)) == names, "every item done"
     twice = [name for name, seen in collections.Counter(ledger_lines).items() if seen > 1]
     assert twice == [], "SIGTERM stores the place after the item in hand: nothing runs twice"
+
+
+def test_the_children_of_run_jobs_processes_hand_back_sync_and_async_walks(run_jobs, tmp_path):
+    ledger = tmp_path / "ledger.txt"
+    count = 3000
+    walks = [
+        enqueue(resumable_jobs.walk_range, str(ledger), count, ITEM_SECONDS, EVERY),
+        enqueue(resumable_jobs.awalk_range, str(ledger), count, ITEM_SECONDS, EVERY),
+    ]
+    supervisor = run_jobs("--processes", "2", "--prefetch", "0", "--shutdown-grace", str(GRACE))
+
+    def both_walking():
+        walked = lines(ledger)
+        return (
+            sum(not line.startswith("a") for line in walked) >= 300
+            and sum(line.startswith("a") for line in walked) >= 300
+        )
+
+    assert wait_for(both_walking, 60), supervisor.output()
+    signalled = time.monotonic()
+    supervisor.process.send_signal(signal.SIGTERM)  # forwarded to each child
+    assert supervisor.wait(timeout=GRACE) == 0, supervisor.output()
+    assert time.monotonic() - signalled < 5, supervisor.output()
+    for job in walks:
+        job.refresh_from_db()
+        assert (job.status, job.attempts) == (JobStatus.READY, 0), job.name
+        assert 0 < job.resume["done"] < count
+    second = run_jobs("--burst", "--concurrency", "2")
+    assert second.wait(timeout=120) == 0, second.output()
+    walked = collections.Counter(lines(ledger))
+    assert set(walked) == {*map(str, range(count)), *(f"a{n}" for n in range(count))}
+    assert set(walked.values()) == {1}, "nothing done twice"
+    for job in walks:
+        job.refresh_from_db()
+        assert (job.status, job.attempts, job.resume) == (JobStatus.SUCCESSFUL, 1, {"done": count})
 
 
 def test_kill_9_resumes_from_the_last_checkpoint_stored(run_jobs, tmp_path):

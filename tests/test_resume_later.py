@@ -9,8 +9,11 @@ from django.utils import timezone
 from django_dbjobs import ResumeLater, enqueue
 from django_dbjobs.models import Blocked, Job, JobStatus
 from django_dbjobs.models.cancelling import HANDED_BACK
+from django_dbjobs.models.long_work import stopping_workers
+from django_dbjobs.observability import run_hooks
 from django_dbjobs.signals import job_failed, job_finished
 from django_dbjobs.testing import run_jobs
+from django_dbjobs.worker import Worker
 from tests import jobs, resumable_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -30,7 +33,20 @@ def finished_signals():
     job_failed.disconnect(receiver)
 
 
-def test_a_job_handing_itself_back_is_ready_later_uncharged_with_its_checkpoint(finished_signals):
+@pytest.fixture
+def outcomes():
+    """What the metrics and traces are told (run_hooks' outcome listeners)."""
+    told = []
+
+    def listener(job, status, failure):
+        told.append((job.pk, status))
+
+    run_hooks.add_listener(listener)
+    yield told
+    run_hooks.remove(listener)
+
+
+def test_a_job_handing_itself_back_is_ready_later_uncharged_with_its_checkpoint(finished_signals, outcomes):
     job = enqueue(resumable_jobs.hand_back_once, 60)
     before = timezone.now()
     (ran,) = run_jobs()  # due in a minute: not run again now
@@ -45,11 +61,11 @@ def test_a_job_handing_itself_back_is_ready_later_uncharged_with_its_checkpoint(
     assert (
         before + datetime.timedelta(seconds=55) < ran.run_at < timezone.now() + datetime.timedelta(seconds=65)
     )
-    assert finished_signals == [], "a hand-back is not an outcome"
+    assert finished_signals == [] and outcomes == [], "a hand-back is no outcome, and no failure"
     (again,) = run_jobs(include_scheduled=True)
     assert (again.status, again.attempts, again.pickups) == (JobStatus.SUCCESSFUL, 1, 2)
     assert again.return_value == {"handed": "back"}
-    assert finished_signals == [(job.pk, JobStatus.SUCCESSFUL)]
+    assert finished_signals == outcomes == [(job.pk, JobStatus.SUCCESSFUL)]
 
 
 def test_a_job_handing_itself_back_at_once_runs_again_in_the_same_run_jobs_call():
@@ -109,3 +125,17 @@ def test_a_bad_delay_fails_the_job_with_a_clear_error(delay):
 def test_resume_later_is_not_an_exception_a_job_swallows_by_accident():
     assert not issubclass(ResumeLater, Exception)
     assert ResumeLater(2).delay == 2.0 and ResumeLater().delay == 0.0
+
+
+def test_a_stopping_worker_tells_its_own_jobs_only_until_it_has_stopped():
+    job = enqueue(jobs.add, 1, 2)
+    worker, other = Worker(burst=True), Worker(burst=True)
+    job.worker = worker.id
+    worker.stop()
+    assert job.stopping and worker.id in stopping_workers
+    job.worker = other.id
+    assert not job.stopping, "another worker of this process is not stopping"
+    worker.run()  # stopped before it began: starts, claims nothing, stops
+    assert worker.id not in stopping_workers
+    job.worker = worker.id
+    assert not job.stopping

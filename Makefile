@@ -28,7 +28,7 @@ screenshots:
 	bash -c 'source scripts/venv.sh && ensure_venv "test,postgres"'
 	mkdir -p docs/_static
 	DBJOBS_SCREENSHOTS=docs/_static DBJOBS_REQUIRE_BROWSER=1 .venv/bin/python -m pytest -q -p no:cacheprovider \
-		tests/test_admin_browser.py
+		tests/test_admin_browser.py tests/test_admin_progress_browser.py
 
 # A tiny run of the benchmark on each database (servers that are not running are skipped).
 bench-smoke:

@@ -82,3 +82,31 @@ def report_then_end(fail: bool):
     if fail:
         raise RuntimeError("failed after reporting")
     return 7
+
+
+#: How many progress reports count_slowly makes per checkpoint, TICK seconds apart.
+TICKS_PER_STEP = 5
+TICK = 0.1
+
+
+@job(max_attempts=1)
+def count_slowly(steps: int, note: str = "item"):
+    """Report progress every TICK seconds, `steps` * TICKS_PER_STEP of them, storing a checkpoint each step.
+
+    The checkpoint writes the newest progress along with it: the admin sees it move even
+    without the worker's own progress writer.
+    """
+    me = current_job()
+    total = steps * TICKS_PER_STEP
+    for step in range(steps):
+        for tick in range(TICKS_PER_STEP):
+            me.progress(step * TICKS_PER_STEP + tick, total=total, note=f"{note} {step + 1} of {steps}")
+            time.sleep(TICK)
+        last = step == steps - 1
+        me.progress(
+            (step + 1) * TICKS_PER_STEP,
+            total=total,
+            note="all done" if last else f"{note} {step + 1} of {steps}",
+        )
+        me.checkpoint({"step": step + 1})
+    return total

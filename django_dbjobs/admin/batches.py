@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import Count
 from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.translation import gettext_lazy as _
 
 from ..models import Batch, Job, JobStatus
 from . import dates, display
+from .batch_progress import StatusGroup, status_groups, summed_html
 from .links import admin_url
 
 
@@ -38,6 +38,7 @@ class BatchAdmin(admin.ModelAdmin):
         "id_display",
         "description",
         "progress_display",
+        "reported_progress_display",
         "counted_display",
         "callbacks_display",
         "jobs_display",
@@ -66,13 +67,15 @@ class BatchAdmin(admin.ModelAdmin):
     def has_view_permission(self, request, obj=None) -> bool:
         return request.user.has_perm("django_dbjobs.view_job") or super().has_view_permission(request, obj)
 
-    def _counts(self, batch: Batch) -> dict[str, int]:
-        """The batch's jobs by status, read once per page (the batch-jobs index)."""
-        cached = getattr(batch, "_status_counts", None)
+    def _groups(self, batch: Batch) -> dict[str, StatusGroup]:
+        """The batch's jobs by status, their progress summed, read once per page (the batch-jobs index)."""
+        cached = getattr(batch, "_status_groups", None)
         if cached is None:
-            rows = Job.objects.filter(batch=batch.pk).values_list("status").annotate(n=Count("*")).order_by()
-            cached = batch._status_counts = dict(rows)
+            cached = batch._status_groups = status_groups(batch.pk)
         return cached
+
+    def _counts(self, batch: Batch) -> dict[str, int]:
+        return {status: group.jobs for status, group in self._groups(batch).items()}
 
     @admin.display(description=_("id"))
     def id_display(self, batch: Batch) -> str:
@@ -86,6 +89,11 @@ class BatchAdmin(admin.ModelAdmin):
     def progress_display(self, batch: Batch) -> str:
         """From its jobs' statuses (a retried dead letter shows as pending again)."""
         return progress(self._counts(batch), batch.total)
+
+    @admin.display(description=_("reported progress"))
+    def reported_progress_display(self, batch: Batch) -> str:
+        """What its jobs reported with current_job().progress(), summed."""
+        return summed_html(self._groups(batch))
 
     @admin.display(description=_("progress"))
     def counted_progress_display(self, batch: Batch) -> str:

@@ -20,6 +20,7 @@ from .job_detail import JobDetailMixin
 from .known_jobs import known_jobs
 from .links import admin_url
 from .listing import FastListMixin, FlowFilter, JobNameFilter, PriorityFilter, QueueFilter, enqueued_id_range
+from .live_progress import LiveProgressMixin
 
 DETAIL_FIELDSETS = [
     (
@@ -38,13 +39,15 @@ DETAIL_FIELDSETS = [
             ]
         },
     ),
+    # First after the job itself: while it runs, what a reader came to see.
+    (LiveProgressMixin.PROGRESS_FIELDSET_TITLE, {"fields": ["progress_display", "checkpoint_display"]}),
     (_("Arguments and result"), {"fields": ["arguments", "return_value_display", "context_display"]}),
     (_("Timeline"), {"fields": ["timeline"]}),
     (_("Attempts"), {"fields": ["attempts_table"]}),
 ]
 
 
-class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAdmin):
+class JobAdminBase(LiveProgressMixin, JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAdmin):
     """What the job list and the dead-letter list share: a read-only, fast list and detail page."""
 
     list_filter = ["status", QueueFilter, JobNameFilter, PriorityFilter]
@@ -57,7 +60,7 @@ class JobAdminBase(JobColumnsMixin, JobDetailMixin, FastListMixin, admin.ModelAd
     readonly_fields = [field for _name, options in DETAIL_FIELDSETS for field in options["fields"]]
 
     class Media:
-        js = ["django_dbjobs/copy.js"]  # the Copy buttons
+        js = ["django_dbjobs/copy.js", "django_dbjobs/progress.js"]  # the Copy buttons, live progress
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -249,6 +249,11 @@ def test_the_progress_view_is_for_staff_who_may_view_jobs():
     assert allowed.status_code == 200 and job.pk in allowed.json()["jobs"]
 
 
+def test_the_progress_view_answers_get_only():
+    job = job_with(progress=reported(1, 2))
+    assert staff(superuser=True).post(f"{PROGRESS}?id={job.pk}").status_code == 405
+
+
 def test_the_progress_view_lets_a_deleted_job_go_unanswered():
     job = job_with(progress=reported(1, 2))
     Job.objects.filter(pk=job.pk).delete()

@@ -15,6 +15,7 @@ from django.http import JsonResponse
 from django.urls import path
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_GET
 
 from ..models import Job, JobStatus
 from ..models.progress import Progress
@@ -90,7 +91,7 @@ class LiveProgressMixin:
 
     def get_urls(self):
         prefix = f"{self.opts.app_label}_{self.opts.model_name}"  # type: ignore[attr-defined]
-        view = self.admin_site.admin_view(self.progress_view)  # type: ignore[attr-defined]
+        view = self.admin_site.admin_view(require_GET(self.progress_view))  # type: ignore[attr-defined]
         return [path("progress/", view, name=f"{prefix}_progress"), *super().get_urls()]  # type: ignore[misc]
 
     def progress_view(self, request):

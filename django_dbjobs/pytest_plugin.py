@@ -1,4 +1,4 @@
-"""The ``dbjobs`` pytest fixture (registered through the ``pytest11`` entry point).
+"""The ``dbjobs`` fixture and ``dbjobs_idempotent`` marker (registered through the ``pytest11`` entry point).
 
 Loaded in every pytest session of a project that has django-dbjobs installed, so it
 imports nothing from Django until a test asks for the fixture.
@@ -7,6 +7,14 @@ imports nothing from Django until a test asks for the fixture.
 from __future__ import annotations
 
 import pytest
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "dbjobs_idempotent(ignore=()): check that each job the test's run_jobs() calls run is safe "
+        "to run twice (django_dbjobs.testing.idempotency_checked).",
+    )
 
 
 class DbJobs:
@@ -33,3 +41,16 @@ def dbjobs():
 
     with capture_jobs() as captured:
         yield DbJobs(captured)
+
+
+@pytest.fixture(autouse=True)
+def _dbjobs_idempotent(request):
+    """Wrap a test marked ``@pytest.mark.dbjobs_idempotent`` in idempotency_checked()."""
+    marker = request.node.get_closest_marker("dbjobs_idempotent")
+    if marker is None:
+        yield
+        return
+    from django_dbjobs.testing import idempotency_checked
+
+    with idempotency_checked(*marker.args, **marker.kwargs):
+        yield

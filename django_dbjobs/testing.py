@@ -1,4 +1,5 @@
-"""Helpers for your own tests: run jobs in the test's thread, and capture what was enqueued.
+"""Helpers for your own tests: run jobs in the test's thread, capture what was enqueued, check
+that jobs are safe to run twice.
 
 ``run_jobs()`` works inside ``TestCase`` on every database: it claims and runs due jobs
 one at a time in the calling thread, on the caller's connection, inside the test's
@@ -10,8 +11,9 @@ worker, which is a process of its own.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from django.db import router, transaction
@@ -19,17 +21,28 @@ from django.db.models.functions import Now
 
 from .db.outage import Outage
 from .flow import admission
+from .idempotency import Checker, IdempotencyReport
 from .models import Blocked, Job, JobStatus
 from .observability import consuming
 from .signals import job_enqueued
 from .worker.running import execution
 
-__all__ = ["CapturedJobs", "capture_jobs", "run_jobs"]
+__all__ = [
+    "CapturedJobs",
+    "IdempotencyReport",
+    "capture_jobs",
+    "check_idempotency",
+    "idempotency_checked",
+    "run_jobs",
+]
 
 _T = TypeVar("_T")
 
 #: The worker id jobs run by run_jobs() are recorded under (Job.worker_ids).
 TEST_WORKER = "dbjobs-testing"
+
+#: The checker run_jobs() hands each job to, inside idempotency_checked().
+_checking: contextvars.ContextVar[Checker | None] = contextvars.ContextVar("dbjobs_checking", default=None)
 
 
 def run_jobs(
@@ -54,14 +67,81 @@ def run_jobs(
     worker's log lines reach only handlers the project configured. With
     `raise_errors`, the first failed attempt's exception is raised once its outcome
     is stored.
+
+    Inside ``idempotency_checked()`` each job is checked first (see check_idempotency()),
+    and an AssertionError names the jobs not safe to run twice once none is due.
     """
+    checker = _checking.get()
+    if checker is None:
+        return _run_jobs(queues, include_scheduled, max_jobs, using, raise_errors)
+    earlier = len(checker.report.findings)
+    ran = _run_jobs(queues, include_scheduled, max_jobs, using, raise_errors, checker)
+    checker.report.jobs += ran
+    IdempotencyReport(findings=checker.report.findings[earlier:]).assert_safe()
+    return ran
+
+
+def check_idempotency(
+    queues: list[str] | None = None,
+    *,
+    ignore: Iterable[str] = (),
+    include_scheduled: bool = False,
+    max_jobs: int = 1000,
+    using: str | None = None,
+    raise_errors: bool = False,
+    fail: bool = True,
+) -> IdempotencyReport:
+    """Run due jobs as run_jobs() does, checking that each is safe to run twice; return the report.
+
+    Each job runs as if its worker died after its writes, before its outcome was stored
+    (recovered as the sweep would, and run again), and, once it succeeded, a second time
+    from the start; both extra runs are rolled back, and the test goes on from a single
+    run. Raises AssertionError naming each job whose extra run added, removed or changed
+    rows, enqueued jobs or sent emails, or raised; with ``fail=False`` the report says it
+    (``report.findings``). `ignore` leaves models or fields out of the comparison:
+    ``["shop.Order.synced_at", "shop.AuditLog"]``; fields with ``auto_now`` or
+    ``auto_now_add`` always are. Reads every table whole: for tests.
+    """
+    checker = Checker(ignore)
+    checker.report.jobs = _run_jobs(queues, include_scheduled, max_jobs, using, raise_errors, checker)
+    if fail:
+        checker.report.assert_safe()
+    return checker.report
+
+
+@contextlib.contextmanager
+def idempotency_checked(ignore: Iterable[str] = ()) -> Iterator[IdempotencyReport]:
+    """Make every run_jobs() call in the block check the jobs it runs, as check_idempotency() does.
+
+    Each call raises AssertionError once none is due if a job it ran is not safe to run
+    twice. Yields the report of every call in the block. Also a decorator; the pytest
+    marker ``@pytest.mark.dbjobs_idempotent`` wraps a test in it.
+    """
+    checker = Checker(ignore)
+    token = _checking.set(checker)
+    try:
+        yield checker.report
+    finally:
+        _checking.reset(token)
+
+
+def _run_jobs(
+    queues: list[str] | None,
+    include_scheduled: bool,
+    max_jobs: int,
+    using: str | None,
+    raise_errors: bool,
+    checker: Checker | None = None,
+) -> list[Job]:
     using = using or router.db_for_write(Job)
     consuming.install()  # traced as a worker's runs are, if the project set up OpenTelemetry
     failures: list[BaseException] = []
     token = execution.failure_listener.set(lambda job, failure: failures.append(failure))
     try:
         with _quiet_unless_configured():
-            return _run_due(queues, include_scheduled, max_jobs, using, failures if raise_errors else None)
+            return _run_due(
+                queues, include_scheduled, max_jobs, using, failures if raise_errors else None, checker
+            )
     finally:
         execution.failure_listener.reset(token)
 
@@ -72,6 +152,7 @@ def _run_due(
     max_jobs: int,
     using: str,
     failures: list[BaseException] | None,
+    checker: Checker | None,
 ) -> list[Job]:
     jobs = Job.objects.using(using)
     ran: list[Job] = []
@@ -96,13 +177,21 @@ def _run_due(
         (job,) = claimed
         # The job's body runs in a savepoint: a database error it raises leaves the test's
         # transaction usable. Errors storing the outcome are raised, never waited out.
-        status = execution.run(job, TEST_WORKER, outage=_Raising(using), savepoint=True)
+        if checker is None:
+            status = _run_one(job)
+        else:
+            status = checker.run(job, TEST_WORKER, _run_one)
         if status is None:
             raise RuntimeError(f"run_jobs() could not store the outcome of job {job.pk} ({job.name}).")
         job.refresh_from_db()
         ran.append(job)
         if failures:
             raise failures[0]
+
+
+def _run_one(job: Job) -> str | None:
+    """Run a claimed job as run_jobs() does; return the status stored (None: not stored)."""
+    return execution.run(job, TEST_WORKER, outage=_Raising(job._state.db or "default"), savepoint=True)
 
 
 @contextlib.contextmanager

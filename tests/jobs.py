@@ -560,4 +560,4 @@ def cancels_itself():
 
 
 # Their jobs are registered wherever these are.
-from tests import long_jobs, resumable_jobs  # noqa: E402, F401
+from tests import idempotency_jobs, long_jobs, resumable_jobs  # noqa: E402, F401

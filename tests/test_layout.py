@@ -34,6 +34,7 @@ LAYERS = [
     # The gauges' view, mounted in a project's urls.py; the worker's metrics endpoint
     # (run_jobs --metrics-port), whose server threads start with the worker's signals blocked.
     ["backend", "observability.gauges_view", "observability.metrics_endpoint"],
+    ["idempotency"],  # the checker testing.check_idempotency() runs jobs through
     ["testing", "checks"],
     ["pytest_plugin"],
     ["admin"],

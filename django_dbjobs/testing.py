@@ -94,8 +94,8 @@ def check_idempotency(
     """Run due jobs as run_jobs() does, checking that each is safe to run twice; return the report.
 
     Each job runs as if its worker died after its writes, before its outcome was stored
-    (recovered as the sweep would, and run again), and, once it succeeded, a second time
-    from the start; both extra runs are rolled back, and the test goes on from a single
+    (recovered as the sweep would, and run again), and, once it succeeded, a second time,
+    as the same job queued again; both extra runs are rolled back, and the test goes on from a single
     run. Raises AssertionError naming each job whose extra run added, removed or changed
     rows, enqueued jobs or sent emails, or raised; with ``fail=False`` the report says it
     (``report.findings``). `ignore` leaves models or fields out of the comparison:

@@ -19,6 +19,12 @@ def credit(name: str, amount: int):
 
 
 @job(max_attempts=1)
+async def acredit(name: str, amount: int):
+    """credit() as an ``async def`` job: not safe either."""
+    await Ledger.objects.filter(name=name).aupdate(balance=F("balance") + amount)
+
+
+@job(max_attempts=1)
 def set_balance(name: str, amount: int):
     """Safe: the same rows, whatever ran before (update_or_create; auto_now is left out)."""
     ledger, _ = Ledger.objects.update_or_create(name=name, defaults={"balance": amount})

@@ -72,6 +72,19 @@ class CheckerChecks:
         assert dict(Ledger.objects.values_list("name", "balance")) == {"ann": 7, "bob": 3}
         assert Entry.objects.count() == 2
 
+    def test_keyed_and_async_jobs_are_checked_too(self):
+        Ledger.objects.create(name="ann")
+        enqueue(jobs.set_balance, "ann", 2, unique_key="ann", concurrency_key="ledgers", concurrency_limit=1)
+        enqueue(jobs.acredit, "ann", 3)
+        report = check_idempotency(fail=False)
+        assert [job.status for job in report.jobs] == [JobStatus.SUCCESSFUL] * 2
+        assert [(finding.job.name, finding.how) for finding in report.findings] == [
+            (jobs.acredit.name, RUN_AFTER_DEATH),
+            (jobs.acredit.name, RUN_TWICE),
+        ]
+        assert report.findings[0].rows[0].values == {"balance": (5, 8)}
+        assert Ledger.objects.get(name="ann").balance == 5
+
     def test_a_second_run_that_raises_is_flagged(self):
         enqueue(jobs.open_ledger, "ann")
         report = check_idempotency(fail=False)
@@ -153,6 +166,12 @@ class CheckerChecks:
         ]
         assert report.jobs[0].status == JobStatus.FAILED
 
+    def test_a_job_no_worker_knows_is_handed_back_unchecked(self):
+        job = Job.objects.create(name="shop.helpers.nothing")
+        report = check_idempotency()
+        assert report.unchecked == [(job, "no job of this name is registered")]
+        assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+
     def test_run_jobs_checks_each_job_inside_idempotency_checked(self):
         Ledger.objects.create(name="ann")
         enqueue(jobs.set_balance, "ann", 1)
@@ -205,3 +224,15 @@ def test_the_marker_takes_what_to_ignore(dbjobs):
     Ledger.objects.create(name="ann")
     enqueue(jobs.credit, "ann", 5)
     assert [job.status for job in dbjobs.run()] == [JobStatus.SUCCESSFUL]
+
+
+@pytest.mark.django_db
+def test_the_checker_says_so_when_it_cannot_stop_a_job_before_its_outcome(monkeypatch):
+    """Were execution.py to name its outcome writes otherwise, the check would fail loudly,
+    never pass a job it did not run as its worker's death leaves it."""
+    from django_dbjobs.idempotency import checker
+
+    monkeypatch.setattr(checker, "STORING_THE_OUTCOME", "something else")
+    job = enqueue(jobs.set_balance, "ann", 1)
+    with pytest.raises(RuntimeError, match=f"could not stop job {job.pk} before its outcome"):
+        check_idempotency()

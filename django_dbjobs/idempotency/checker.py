@@ -9,6 +9,7 @@ from typing import TypeVar
 from django.core import mail
 from django.db import IntegrityError, transaction
 
+from .. import registry
 from ..db.outage import Outage
 from ..flow import admission
 from ..models import Blocked, Job, JobStatus
@@ -45,6 +46,9 @@ class Checker:
         runs for real, and the test goes on from there. Then, rolled back again, it runs a
         second time, as the same job enqueued again would.
         """
+        if registry.lookup(job.name) is None:  # handed back for a worker that knows it: never run
+            self.report.unchecked.append((job, "no job of this name is registered"))
+            return run(job)
         died = self._after_a_death(job, worker, run)
         status = run(job)
         if status != JobStatus.SUCCESSFUL:
@@ -83,7 +87,7 @@ class Checker:
             )
 
     def _twice(self, job: Job, worker: str, run: Run) -> Finding | str | None:
-        """Run `job`, which succeeded, again from the start, as a copy enqueued again; roll back."""
+        """Run `job`, which succeeded, again, as the same job queued again (a retry); roll back."""
         using = job._state.db or "default"
         try:
             with _rolled_back(using):

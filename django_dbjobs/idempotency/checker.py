@@ -44,7 +44,7 @@ class Checker:
         First, in a transaction rolled back after, the job runs and its worker "dies" before its
         outcome is stored: the job is recovered as the sweep would and runs again. Then it
         runs for real, and the test goes on from there. Then, rolled back again, it runs a
-        second time, as the same job enqueued again would.
+        second time, as the same job queued again would.
         """
         if registry.lookup(job.name) is None:  # handed back for a worker that knows it: never run
             self.report.unchecked.append((job, "no job of this name is registered"))
@@ -98,7 +98,7 @@ class Checker:
                 return self._again(
                     _claimed(job, worker), lambda again: _run_noting(again, run), first, RUN_TWICE
                 )
-        except IntegrityError:  # its unique key is held again: a job it enqueued with it
+        except IntegrityError:  # its unique key is held anew (a job_finished receiver enqueued one)
             return "another active job holds its unique key"
 
     def _again(self, job: Job | None, run: Noted, first: Snapshot, how: str) -> Finding | None:

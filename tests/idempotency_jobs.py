@@ -1,11 +1,13 @@
 """Jobs for the idempotency checker's tests, safe to run twice or not: imported by tests/jobs.py."""
 
+import time
+
 from django.core import mail
 from django.db import transaction
 from django.db.models import F
 from django.dispatch import receiver
 
-from django_dbjobs import enqueue, job
+from django_dbjobs import current_job, enqueue, job
 from django_dbjobs.signals import job_finished
 from tests.models import Entry, Ledger
 
@@ -89,3 +91,16 @@ def import_ledger_in_one_transaction(name: str):
             return
         Entry.objects.create(ledger=ledger, text="import", amount=1)
         Ledger.objects.filter(pk=ledger.pk).update(imported=True)
+
+
+@job(max_attempts=1)
+def hold_worker(entries: int, seconds: float):
+    """Keep a worker busy, so that the successes of its other jobs wait in its batch, until
+    `entries` entries exist and `seconds` more; run again after a crash, return at once."""
+    me = current_job()
+    if me.resume:
+        return
+    me.checkpoint({"held": True})
+    while Entry.objects.count() < entries:
+        time.sleep(0.05)
+    time.sleep(seconds)

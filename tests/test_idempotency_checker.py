@@ -12,6 +12,7 @@ from django_dbjobs.models import Job, JobStatus
 from django_dbjobs.testing import check_idempotency, idempotency_checked, run_jobs
 from tests import idempotency_jobs as jobs
 from tests.models import Entry, Ledger
+from tests.server_process import wait_for
 
 
 def hows(report) -> list[str]:
@@ -236,3 +237,27 @@ def test_the_checker_says_so_when_it_cannot_stop_a_job_before_its_outcome(monkey
     job = enqueue(jobs.set_balance, "ann", 1)
     with pytest.raises(RuntimeError, match=f"could not stop job {job.pk} before its outcome"):
         check_idempotency()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_killed_before_storing_outcomes_does_what_the_checker_foresaw(run_jobs):
+    """The checker's death is kill -9's: the writes stay, the sweep gives the jobs back, and they
+    run again. import_ledger, flagged only by that run, imports twice; its fix, once."""
+    Ledger.objects.create(name="ann")
+    Ledger.objects.create(name="bob")
+    enqueue(jobs.hold_worker, 2, 10)  # a busy worker holds successes back DBJOBS_ACK_DELAY
+    enqueue(jobs.import_ledger, "ann")
+    enqueue(jobs.import_ledger_in_one_transaction, "bob")
+    worker = run_jobs("--concurrency", "3", env={"DBJOBS_TEST_ACK_DELAY": "60"})
+    assert wait_for(lambda: Entry.objects.count() == 2, 30), worker.output()
+    worker.process.kill()
+    worker.process.wait()
+    assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.RUNNING}
+    rescuer = run_jobs()
+    assert wait_for(lambda: Job.objects.filter(status=JobStatus.SUCCESSFUL).count() == 3, 60), (
+        rescuer.output()
+    )
+    rescuer.signal()
+    assert rescuer.wait() == 0, rescuer.output()
+    assert Entry.objects.filter(ledger__name="ann").count() == 2
+    assert Entry.objects.filter(ledger__name="bob").count() == 1

@@ -16,7 +16,7 @@ from ..models import Blocked, Job, JobStatus
 from ..models.failed_job import retry_changes
 from ..worker.leases.sweep import worker_lost_error
 from ..worker.running import execution
-from .differences import new_entries, row_changes
+from .differences import new_emails, new_jobs, row_changes
 from .report import RUN_AFTER_DEATH, RUN_TWICE, Finding, IdempotencyReport
 from .snapshots import Ignored, Snapshot
 
@@ -113,8 +113,8 @@ class Checker:
             job,
             how,
             rows=tuple(row_changes(first, second)),
-            enqueued=new_entries(first.jobs, second.jobs),
-            emails=new_entries(first.emails, second.emails),
+            enqueued=new_jobs(first, second),
+            emails=new_emails(first, second),
             error=error,
         )
         return finding if (finding.rows or finding.enqueued or finding.emails or error) else None

@@ -41,13 +41,14 @@ def row_changes(first: Snapshot, second: Snapshot) -> list[RowChange]:
     return changes
 
 
-def new_entries(
-    first: dict[str, str] | tuple[str, ...], second: dict[str, str] | tuple[str, ...]
-) -> tuple[str, ...]:
-    """The jobs (by id) or the emails (by position) in `second` that `first` has not."""
-    if isinstance(first, dict) and isinstance(second, dict):
-        return tuple(second[pk] for pk in _in_order(second.keys() - first.keys()))
-    return tuple(second[len(first) :])
+def new_jobs(first: Snapshot, second: Snapshot) -> tuple[str, ...]:
+    """The jobs in `second`'s queue that `first`'s has not, in the order they were enqueued."""
+    return tuple(second.jobs[pk] for pk in _in_order(second.jobs.keys() - first.jobs.keys()))
+
+
+def new_emails(first: Snapshot, second: Snapshot) -> tuple[str, ...]:
+    """The emails sent after `first` was read (the outbox only grows)."""
+    return second.emails[len(first.emails) :]
 
 
 def _pairs(first: Snapshot, second: Snapshot) -> dict[str, dict[Any, Any]]:

@@ -152,6 +152,17 @@ def hand_back_once(delay: float = 0.0, cancel: bool = False, group: str = ""):
 
 
 @job(max_attempts=1)
+def report_then_hand_back():
+    """Report progress after its checkpoint, then hand itself back (once)."""
+    me = current_job()
+    if me.resume is not None:
+        return me.progress.done
+    me.checkpoint({"done": 5})
+    me.progress(6, total=10, note="after the checkpoint")
+    raise ResumeLater(60)
+
+
+@job(max_attempts=1)
 def always_hands_back():
     raise ResumeLater()
 

@@ -68,6 +68,17 @@ def test_a_job_handing_itself_back_is_ready_later_uncharged_with_its_checkpoint(
     assert finished_signals == outcomes == [(job.pk, JobStatus.SUCCESSFUL)]
 
 
+def test_a_job_handing_itself_back_keeps_its_last_progress_report():
+    """Written by the hand-back's own UPDATE: the report made after the last checkpoint."""
+    job = enqueue(resumable_jobs.report_then_hand_back)
+    (ran,) = run_jobs()
+    assert ran.status == JobStatus.READY
+    job.refresh_from_db()
+    assert (job.progress.done, job.progress.total, job.progress.note) == (6, 10, "after the checkpoint")
+    (again,) = run_jobs(include_scheduled=True)
+    assert (again.status, again.return_value) == (JobStatus.SUCCESSFUL, 6)
+
+
 def test_a_job_handing_itself_back_at_once_runs_again_in_the_same_run_jobs_call():
     job = enqueue(resumable_jobs.hand_back_once)
     ran = run_jobs()

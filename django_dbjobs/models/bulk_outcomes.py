@@ -24,13 +24,15 @@ class BulkOutcomes:
         why: str = cancelling.RELEASED,
         expected: int | None = None,
         due_in: float | None = None,
+        also: dict | None = None,
     ) -> tuple[int, dict[str, list]]:
         """Make these jobs READY with their pickup undone: the attempt and its worker id.
 
         With `isolate` (their worker died), each must run alone next time; otherwise
         only a job released while it ran alone keeps waiting to. A job asked to stop is
         recorded cancelled instead, uncharged, with `why` (models/cancelling.py). With
-        `due_in`, they are due that many seconds from now (a job handing itself back: ResumeLater).
+        `due_in`, they are due that many seconds from now (a job handing itself back: ResumeLater),
+        and `also` holds more changes for the jobs going back READY (its last progress report).
         Return how many went back READY, and the errors stored for each one cancelled, by id.
         """
         isolation = Value(Isolation.WAITING)
@@ -55,6 +57,7 @@ class BulkOutcomes:
                     output_field=models.TextField(),
                 ),
                 **due,
+                **(also or {}),
             )
             if given_back == expected:  # every one went back: none was asked to stop
                 return given_back, {}

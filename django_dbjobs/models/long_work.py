@@ -187,7 +187,10 @@ class LongWork:
         cancelled instead. Return the status written (READY; FAILED: cancelled), or None if
         `worker` no longer owns it.
         """
-        given_back, cancelled = self._owned(worker)._refund(why=cancelling.HANDED_BACK, due_in=delay)
+        pending = self.pending_progress()  # the last report goes back with it, in the same UPDATE
+        given_back, cancelled = self._owned(worker)._refund(
+            why=cancelling.HANDED_BACK, due_in=delay, also=self.final_progress()
+        )
         if self.pk in cancelled:
             cancelling.mark(self, cancelled[self.pk], refund=True)
             return JobStatus.FAILED
@@ -195,6 +198,8 @@ class LongWork:
             return None
         self.status, self.worker, self.attempts = JobStatus.READY, None, self.attempts - 1
         self.worker_ids = self.worker_ids[:-1]
+        if pending is not None:
+            self.mark_progress_stored(pending)
         return JobStatus.READY
 
     def _running_here(self, what: str) -> None:

@@ -36,6 +36,7 @@ from .indexes import (
 )
 from .lock_waits import never_waiting
 from .migration_history import pending_migrations, read_migrations_ahead, require_migrated
+from .planner import without_jit
 from .row_locks import can_skip_locked, lock_or_skip
 from .support import SQLITE_RECOMMENDED_OPTIONS, ensure_supported
 from .text_values import key_fold, rejects_nul
@@ -82,4 +83,5 @@ __all__ = [
     "seconds_from_now",
     "supports_listen",
     "uses_data_version",
+    "without_jit",
 ]

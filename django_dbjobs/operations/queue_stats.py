@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from django.db.models import Case, Count, Min, Q, QuerySet, Value, When
 from django.db.models.functions import Now, TruncMinute
 
+from .. import db
 from ..conf import settings
 from ..models import Blocked, Job, JobStatus, Queue
 from ..models.clock import database_clock
@@ -52,7 +53,8 @@ def queue_rows(using: str = "default", hand_backs: bool = True) -> list[QueueRow
     failed = jobs.failed().values_list("queue").annotate(count=Count("*")).order_by()
     for queue, count in failed:
         rows.setdefault(queue, QueueRow(queue)).failed = count
-    active = live_jobs_by_queue(using, hand_backs)
+    with db.without_jit(using):  # a large backlog: compiling cost more than the read (db/planner.py)
+        active = list(live_jobs_by_queue(using, hand_backs))
     for queue, status, is_due, blocked, count, oldest, handed_back in active:
         row = rows.setdefault(queue, QueueRow(queue))
         if status == JobStatus.READY:

@@ -26,7 +26,8 @@ LOGS=.test-logs
 # The chaos tests: about half of each database's time, spent waiting.
 CHAOS=(tests/test_supervisor.py tests/test_faults.py tests/test_reliability.py tests/test_scheduler.py tests/test_prefetch.py tests/test_workflow_workers.py
   tests/test_worker_metrics.py tests/test_prometheus_server.py tests/test_tracing_worker.py tests/test_dead_letter_causes.py
-  tests/test_pgbouncer.py tests/test_resumable_workers.py tests/test_progress_worker.py)
+  tests/test_pgbouncer.py tests/test_resumable_workers.py tests/test_progress_worker.py tests/test_admin_progress_browser.py
+  tests/test_idempotency_checker.py)
 
 source scripts/venv.sh
 # DBJOBS_TEST_EXTRAS adds extras, e.g. "test,postgres,tasks" for the django-tasks backport on Django 5.2.

@@ -53,8 +53,10 @@ def queue_rows(using: str = "default", hand_backs: bool = True) -> list[QueueRow
     failed = jobs.failed().values_list("queue").annotate(count=Count("*")).order_by()
     for queue, count in failed:
         rows.setdefault(queue, QueueRow(queue)).failed = count
-    with db.without_jit(using):  # a large backlog: compiling cost more than the read (db/planner.py)
-        active = list(live_jobs_by_queue(using, hand_backs))
+    active = live_jobs_by_queue(using, hand_backs)
+    if hand_backs:  # each ready job's row read: with a large backlog, compiling cost more (db/planner.py)
+        with db.without_jit(using):
+            active = list(active)
     for queue, status, is_due, blocked, count, oldest, handed_back in active:
         row = rows.setdefault(queue, QueueRow(queue))
         if status == JobStatus.READY:

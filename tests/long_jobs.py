@@ -110,3 +110,11 @@ def count_slowly(steps: int, note: str = "item"):
         )
         me.checkpoint({"step": step + 1})
     return total
+
+
+@job(max_attempts=1)
+def odd_note():
+    """Report a note no database stores as it is (NUL, a lone surrogate), and a huge count."""
+    current_job().progress(1e308, note="a\x00b\ud800c")
+    current_job().progress(1.7e308, note="a\x00b\ud800c")
+    return "done"

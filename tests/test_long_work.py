@@ -86,3 +86,21 @@ def test_progress_values_rate_and_time_left():
 
 def _fields(progress):
     return {name: getattr(progress, name) for name in Progress.__dataclass_fields__}
+
+
+def test_a_note_no_database_stores_is_cleaned_and_the_outcome_is_stored():
+    job = enqueue(long_jobs.odd_note)
+    run_jobs()
+    job.refresh_from_db()
+    assert (job.status, job.return_value) == (JobStatus.SUCCESSFUL, "done")
+    assert job.progress.note == "a\ufffdb?c"  # NUL and the lone surrogate replaced
+    assert job.progress.rate is None or job.progress.rate < float("inf")
+
+
+@pytest.mark.django_db(transaction=False)
+def test_in_a_test_case_transaction_a_retry_resumes_from_its_failed_attempts_checkpoint_too():
+    """run_jobs() inside the test's own transaction (Django's TestCase, pytest-django's default)."""
+    job = enqueue(long_jobs.checkpoint_then_fail, 2)
+    run_jobs(include_scheduled=True)
+    job.refresh_from_db()
+    assert (job.status, job.return_value) == (JobStatus.SUCCESSFUL, {"attempt": 1, "seen": None})

@@ -1,10 +1,12 @@
 import datetime
+import threading
+import time
 
 import pytest
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models.functions import Now
 
-from django_dbjobs import enqueue
+from django_dbjobs import db, enqueue
 from django_dbjobs.models import Isolation, Job, JobStatus, WorkerProcess
 from django_dbjobs.worker.leases.sweep import sweep
 from django_dbjobs.worker.running import execution
@@ -114,3 +116,39 @@ def test_two_sweepers_recover_each_job_once():
     second = sweep("b", timeout=30)
     assert first.requeued + second.requeued == 1
     assert len(Job.objects.get().errors) == 1
+
+
+def _hold_row(pk, locked, release):
+    """Hold the job's row in a transaction of another connection, as a frozen job's own
+    transaction.atomic() around a checkpoint() would."""
+    try:
+        with transaction.atomic():
+            Job.objects.filter(pk=pk).update(checkpoint_state={"held": True})
+            locked.set()
+            release.wait(10)
+    finally:
+        connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(not db.can_skip_locked(), reason="SQLite: a writing transaction holds the whole database")
+def test_a_job_whose_row_another_transaction_holds_is_left_for_a_later_sweep_without_waiting():
+    register("dead", seconds_ago=60)
+    enqueue(jobs.add, 1, 1)
+    job = claim("dead")
+    locked, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_row, args=(job.pk, locked, release))
+    holder.start()
+    try:
+        assert locked.wait(10)
+        started = time.monotonic()
+        result = sweep("sweeper", timeout=30)
+        took = time.monotonic() - started
+    finally:
+        release.set()
+        holder.join(10)
+    assert took < 1.0, took
+    assert (result.given_back, result.workers_removed) == (0, 1)
+    assert Job.objects.get().status == JobStatus.RUNNING
+    assert sweep("sweeper", timeout=30).given_back == 1, "recovered once the transaction ended"
+    assert Job.objects.get().status == JobStatus.READY

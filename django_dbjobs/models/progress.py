@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .json_values import text
+
 #: Longest note kept with a progress report; a longer one is cut.
 MAX_NOTE = 200
 
@@ -94,13 +96,18 @@ def report(previous: Progress | None, done: Any, total: Any, note: Any) -> Progr
     total = None if total is None else _count(total, "total")
     if not isinstance(note, str):
         raise TypeError(f"progress() takes note as a string, not {type(note).__name__}.")
+    # Stored with every outcome: a character no database stores (NUL, a lone surrogate)
+    # would make the outcome itself unstorable, so such characters are replaced.
+    note = text(str(note)[:MAX_NOTE], "the progress note", reject_nul=True, clean=True)
     now = datetime.datetime.now(datetime.timezone.utc)
     if previous is None:
-        return Progress(done, total, note[:MAX_NOTE], None, now, now, done)
+        return Progress(done, total, note, None, now, now, done)
     since = previous.since or now
     elapsed = (now - since).total_seconds()
     rate = (done - previous.since_done) / elapsed if elapsed > 0 and done >= previous.since_done else None
-    return Progress(done, total, note[:MAX_NOTE], rate, now, since, previous.since_done)
+    if rate is not None and not math.isfinite(rate):  # JSON has no Infinity
+        rate = None
+    return Progress(done, total, note, rate, now, since, previous.since_done)
 
 
 def _count(value: Any, name: str) -> float:

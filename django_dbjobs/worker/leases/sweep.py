@@ -15,10 +15,10 @@ import logging
 import time
 from dataclasses import dataclass
 
-from django.db import DatabaseError, InterfaceError
+from django.db import DatabaseError, InterfaceError, transaction
 from django.db.models.functions import Now
 
-from ... import registry
+from ... import db, registry
 from ...conf import settings
 from ...db.outage import close_broken_connections
 from ...enqueuing import enqueuer_context
@@ -146,8 +146,15 @@ def sweep(sweeper: str, timeout: float, using: str = "default") -> SweepResult:
 def _recover(job: Job, lost: str, result: SweepResult) -> None:
     charged = job.isolation == Isolation.STARTED
     error = worker_lost_error(job, lost)
-    if not job.recover(lost, error):
-        return  # another sweeper, or the worker itself, got there first
+    using = job._state.db or "default"
+    with transaction.atomic(using=using):
+        # A job's own open transaction may hold its row (a checkpoint() in the job's
+        # transaction.atomic()), and a frozen worker never ends it: skip the row, and
+        # recover it on a later sweep, rather than stall this worker's loop behind it.
+        if not list(db.lock_or_skip(Job.objects.using(using).filter(pk=job.pk)).values_list("pk")):
+            return
+        if not job.recover(lost, error):
+            return  # another sweeper, or the worker itself, got there first
     if job.status == JobStatus.FAILED:
         result.failed += 1
         _failed(job, lost)

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from ... import db, registry
@@ -145,14 +145,17 @@ def _in_savepoint(registered, job: Job) -> Any:
     back (ResumeLater) failed at nothing: its writes stay, as a worker's would, beside the
     checkpoint that says they are done.
     """
+    alias = job._state.db or "default"
+    # The savepoint's own depth: a TestCase has transactions of its own around run_jobs().
+    savepoint_depth = len(connections[alias].atomic_blocks) + 1
     try:
-        with transaction.atomic(using=job._state.db):
+        with transaction.atomic(using=alias):
             try:
                 return async_jobs.call(registered, job)
             except ResumeLater as exc:
                 handed_back = exc
     except BaseException:
-        if job._checkpoint_depth == 1:  # written in the savepoint alone
+        if job._checkpoint_depth == savepoint_depth:  # written in the savepoint alone
             job._owned(job.worker).update(checkpoint_state=job.checkpoint_state)
         raise
     raise handed_back

@@ -226,7 +226,7 @@ def test_the_progress_view_answers_each_job_asked_for_with_its_parts():
         ("", "Pass the jobs as id=<job id>"),
         ("id=nope", "'nope' is not a job id."),
         ("id=00000000-0000-0000-0000-000000000000&part=arguments", "Unknown part 'arguments'"),
-        ("&".join(["id=00000000-0000-0000-0000-000000000000"] * 101), "at most 100 jobs"),
+        ("&".join(["id=00000000-0000-0000-0000-000000000000"] * 201), "at most 200 jobs"),
     ],
 )
 def test_the_progress_view_refuses_bad_requests_clearly(query, error):

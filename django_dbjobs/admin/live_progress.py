@@ -22,8 +22,9 @@ from ..models.progress import Progress
 from . import progress_display
 from .links import admin_url
 
-#: The most jobs one request asks about: a list's page at most (FastListMixin.list_per_page).
-MAX_IDS = 100
+#: The most jobs one request asks about: a list's page at most, "Show all" included
+#: (Django's list_max_show_all, 200).
+MAX_IDS = 200
 #: What a page may ask to refresh: a list's status cell (with the progress), a job page's progress
 #: block, checkpoint and status.
 PARTS = ("status_line", "block", "checkpoint", "status")
@@ -101,14 +102,16 @@ class LiveProgressMixin:
         """
         if not self.has_view_permission(request):  # type: ignore[attr-defined]
             raise PermissionDenied
-        ids, parts = request.GET.getlist("id"), request.GET.getlist("part")
+        ids, parts = request.GET.getlist("id"), list(dict.fromkeys(request.GET.getlist("part")))
         problem = _problem(ids, parts)
         if problem:
             return JsonResponse({"error": problem}, status=400)
         unread = list(UNREAD_FIELDS)
         if "checkpoint" not in parts:
             unread.append("checkpoint_state")
-        jobs = Job.objects.filter(pk__in=[str(uuid.UUID(value)) for value in ids]).defer(*unread)
+        # The admin's own queryset: a project narrowing what a user sees there narrows this too.
+        jobs = self.get_queryset(request)  # type: ignore[attr-defined]
+        jobs = jobs.filter(pk__in=[str(uuid.UUID(value)) for value in ids]).defer(*unread)
         return JsonResponse({"jobs": {job.pk: self._state(job, parts) for job in jobs}})
 
     def _state(self, job: Job, parts: list[str]) -> dict[str, Any]:

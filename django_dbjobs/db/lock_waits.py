@@ -22,9 +22,10 @@ def never_waiting(using: str) -> Iterator[None]:
     if connection.vendor != "sqlite":
         yield
         return
-    # What Django gave sqlite3.connect() (its default: 5 s), put back after: no PRAGMA to read it.
-    busy = int(float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 5)) * 1000)
+    # Put back as it was: Django's timeout, or a project's own PRAGMA busy_timeout (init_command).
     with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout")
+        busy = int(cursor.fetchone()[0])
         cursor.execute("PRAGMA busy_timeout = 0")
     try:
         yield

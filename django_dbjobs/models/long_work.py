@@ -116,17 +116,6 @@ class LongWork:
         newest = self._progress_report
         return newest if newest is not None and newest is not self._progress_written else None
 
-    def store_progress(self) -> bool:
-        """Write this run's newest report if it is not stored yet, fenced on the job's owner and
-        pickup; say whether something was written."""
-        pending = self.pending_progress()
-        if pending is None:
-            return False
-        if self._owned(self.worker).update(progress_state=pending.as_record()):
-            self.mark_progress_stored(pending)
-            return True
-        return False
-
     def mark_progress_stored(self, report: Progress) -> None:
         """Note that `report` is stored with the job (by whichever write stored it)."""
         self._progress_written = report
@@ -189,7 +178,7 @@ class LongWork:
         """
         pending = self.pending_progress()  # the last report goes back with it, in the same UPDATE
         given_back, cancelled = self._owned(worker)._refund(
-            why=cancelling.HANDED_BACK, due_in=delay, also=self.final_progress()
+            why=cancelling.HANDED_BACK, due_in=delay, also=self.final_progress(), expected=1
         )
         if self.pk in cancelled:
             cancelling.mark(self, cancelled[self.pk], refund=True)

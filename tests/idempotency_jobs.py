@@ -7,7 +7,7 @@ from django.db import transaction
 from django.db.models import F
 from django.dispatch import receiver
 
-from django_dbjobs import current_job, enqueue, job
+from django_dbjobs import ResumeLater, current_job, enqueue, job, resumable
 from django_dbjobs.signals import job_finished
 from tests.models import Entry, Ledger
 
@@ -104,3 +104,19 @@ def hold_worker(entries: int, seconds: float):
     while Entry.objects.count() < entries:
         time.sleep(0.05)
     time.sleep(seconds)
+
+
+@job(max_attempts=1)
+def credit_each(names: list):
+    """Not safe: a resumable() walk adding to each ledger; after a death, the items since its
+    last checkpoint run again."""
+    for name in resumable(names, every=100):
+        Ledger.objects.filter(name=name).update(balance=F("balance") + 1)
+
+
+@job(max_attempts=1)
+def hand_back_first():
+    """Hands itself back on its first run (no checkpoint yet), then does nothing."""
+    if current_job().resume is None:
+        current_job().checkpoint({"started": True})
+        raise ResumeLater(3600)

@@ -167,6 +167,23 @@ class CheckerChecks:
         ]
         assert report.jobs[0].status == JobStatus.FAILED
 
+    def test_a_resumable_walk_is_checked_from_where_its_run_started(self):
+        """Its checkpoint at the end would make any second run walk nothing: the run after a
+        death starts where the first did, as one that died before its checkpoints did."""
+        Ledger.objects.create(name="ann", balance=0)
+        enqueue(jobs.credit_each, ["ann"])
+        report = check_idempotency(fail=False)
+        assert RUN_AFTER_DEATH in hows(report)
+        assert Ledger.objects.get(name="ann").balance == 1
+
+    def test_a_job_handing_itself_back_is_left_unchecked_and_handed_back(self):
+        job = enqueue(jobs.hand_back_first)
+        report = check_idempotency()
+        assert report.safe and [reason for _, reason in report.unchecked] == [
+            "it handed itself back (ResumeLater)"
+        ]
+        assert Job.objects.get(pk=job.pk).status == JobStatus.READY
+
     def test_a_job_no_worker_knows_is_handed_back_unchecked(self):
         job = Job.objects.create(name="shop.helpers.nothing")
         report = check_idempotency()

@@ -92,3 +92,19 @@ def test_new_jobs_and_emails():
     )
     assert new_jobs(first, second) == ("b()", "c()")
     assert new_emails(first, second) == ("'Hi' to bob",)
+
+
+def test_rows_made_again_with_json_values_are_paired_by_content():
+    """A JSON column comes back as dicts and lists: rows holding them are paired all the same."""
+    from django_dbjobs.idempotency.snapshots import _plain
+
+    first = snapshot({1: ("ann", _plain({"a": [1, 2]}), False)}, {})
+    again = snapshot({2: ("ann", _plain({"a": [1, 2]}), False)}, {})
+    other = snapshot({2: ("ann", _plain({"a": [1, 3]}), False)}, {})
+    assert row_changes(first, again) == []
+    changes = described(row_changes(first, other))
+    assert [(model, pk, kind) for model, pk, kind, _values in changes] == [
+        ("tests.Ledger", 1, "removed"),
+        ("tests.Ledger", 2, "added"),
+    ]
+    assert repr(changes[1][3]["balance"]) == "{'a': [1, 3]}"

@@ -29,6 +29,8 @@ Noted = Callable[[Job], "tuple[str | None, str | None]"]
 
 #: How execution.py names the writes of an outcome (its _write() calls), as db/outage.py hears them.
 STORING_THE_OUTCOME = "storing the outcome"
+#: ... and of a job handing itself back (ResumeLater): no outcome, but its run's end all the same.
+HANDING_BACK = "handing back"
 
 
 class Checker:
@@ -51,6 +53,9 @@ class Checker:
             return run(job)
         died = self._after_a_death(job, worker, run)
         status = run(job)
+        if status == JobStatus.READY:  # ResumeLater: to be run again, by a later run_jobs()
+            self.report.unchecked.append((job, "it handed itself back (ResumeLater)"))
+            return status
         if status != JobStatus.SUCCESSFUL:
             self.report.unchecked.append((job, f"its run did not succeed ({status})"))
             return status
@@ -70,6 +75,8 @@ class Checker:
         using = job._state.db or "default"
         with _rolled_back(using):
             status, _ = _run_dying(Job.objects.using(using).get(pk=job.pk), worker)
+            if status == JobStatus.READY:
+                return "it handed itself back (ResumeLater) before the end of its work"
             if status != JobStatus.SUCCESSFUL:
                 return f"its first run did not succeed ({status})"
             first = Snapshot.read(using, self.ignored)
@@ -80,6 +87,9 @@ class Checker:
                 )
             if lost.status != JobStatus.READY:  # charged, its attempts spent: never runs again
                 return None
+            # Died before any checkpoint of this run was stored: the run after it starts
+            # where this one did, and redoes all of its work (a resumable() walk too).
+            Job.objects.using(using).filter(pk=job.pk).update(checkpoint_state=job.checkpoint_state)
             # Its outcome is not stored this time either: the two runs' writes are compared
             # with one run's, without what storing an outcome sets off (signals, callbacks).
             return self._again(
@@ -185,7 +195,7 @@ class _DiesBeforeOutcome(Outage):
         self.status: str | None = None
 
     def call(self, action: Callable[[], _T], what: str, once: bool = False) -> _T:
-        if not what.startswith(STORING_THE_OUTCOME):
+        if not what.startswith((STORING_THE_OUTCOME, HANDING_BACK)):
             return action()
         with transaction.atomic(using=self.using):
             action()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -147,5 +148,29 @@ def _target(field: models.Field) -> str | None:
 
 
 def _plain(value: Any) -> Any:
-    """A value that compares by content (a binary column comes back as a memoryview)."""
-    return bytes(value) if isinstance(value, memoryview) else value
+    """A value that compares by content and can be a dict key (rows are paired by content):
+    a binary column comes back as a memoryview, a JSON one as dicts and lists, an array as a list."""
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if isinstance(value, dict | list):
+        return _Frozen(value)
+    return value
+
+
+class _Frozen:
+    """A JSON or array value, compared and hashed by its canonical JSON; shown as itself."""
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value: Any):
+        self.value = value
+        self._key = json.dumps(value, sort_keys=True, default=repr)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Frozen) and other._key == self._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
